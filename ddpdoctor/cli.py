@@ -1,0 +1,180 @@
+"""The typer app: one thin function per command (parse → call → render → exit code). Heavy
+modules (torch, rich, the launcher) are imported inside the commands so `ddpdoctor --help`
+stays fast."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from ddpdoctor import __version__
+from ddpdoctor.errors import EXIT_INTERNAL, EXIT_USAGE, DoctorError, UsageError
+from ddpdoctor.lint.command import lint as lint_command
+from ddpdoctor.options import (
+    AsciiOpt,
+    BackendOpt,
+    DebugOpt,
+    JsonOpt,
+    MasterAddrOpt,
+    MasterPortOpt,
+    NnodesOpt,
+    NodeRankOpt,
+    NprocOpt,
+    RdzvBackendOpt,
+    RdzvEndpointOpt,
+    RdzvIdOpt,
+    TimeoutOpt,
+    VerboseOpt,
+)
+from ddpdoctor.triage.command import env as env_command
+from ddpdoctor.triage.command import explain as explain_command
+
+app = typer.Typer(
+    name="ddpdoctor",
+    help="Find what is wrong with distributed PyTorch training, and say what to fix.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+app.command("lint")(lint_command)
+app.command("explain")(explain_command)
+app.command("env")(env_command)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"ddpdoctor {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    """Find what is wrong with distributed PyTorch training, and say what to fix."""
+
+
+@app.command()
+def check(
+    nproc: NprocOpt = None,
+    backend: BackendOpt = "auto",
+    only: Annotated[
+        str | None, typer.Option("--only", help="Run only these checks (comma-separated ids).")
+    ] = None,
+    skip: Annotated[
+        str | None, typer.Option("--skip", help="Skip these checks (comma-separated ids).")
+    ] = None,
+    timeout: TimeoutOpt = 30.0,
+    json_path: JsonOpt = None,
+    fail_on: Annotated[
+        str, typer.Option("--fail-on", help="warn | fail: lowest level that makes the exit code 1.")
+    ] = "fail",
+    verbose: VerboseOpt = False,
+    ascii_only: AsciiOpt = False,
+    master_addr: MasterAddrOpt = None,
+    master_port: MasterPortOpt = None,
+    nnodes: NnodesOpt = 1,
+    node_rank: NodeRankOpt = None,
+    rdzv_endpoint: RdzvEndpointOpt = None,
+    rdzv_id: RdzvIdOpt = None,
+    rdzv_backend: RdzvBackendOpt = None,
+    run_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--run-dir", help="Keep rank files and logs here (default: a temporary folder)."
+        ),
+    ] = None,
+    debug: DebugOpt = False,
+) -> None:
+    """Probe every rank through torchrun and report in one place."""
+    from ddpdoctor import check_command
+
+    code = check_command.run(
+        check_command.CheckArgs(
+            nproc=nproc,
+            backend=backend,
+            only=only,
+            skip=skip,
+            timeout=timeout,
+            json_path=json_path,
+            fail_on=fail_on,
+            verbose=verbose,
+            ascii_only=ascii_only,
+            master_addr=master_addr,
+            master_port=master_port,
+            nnodes=nnodes,
+            node_rank=node_rank,
+            rdzv_endpoint=rdzv_endpoint,
+            rdzv_id=rdzv_id,
+            rdzv_backend=rdzv_backend,
+            run_dir=run_dir,
+        )
+    )
+    raise typer.Exit(code)
+
+
+@app.command()
+def problems(
+    json_path: JsonOpt = None,
+) -> None:
+    """List every problem code ddpdoctor can report, with why and the fix."""
+    from ddpdoctor import render
+    from ddpdoctor.problems import PROBLEMS
+
+    if json_path:
+        from ddpdoctor import schema
+
+        schema.write(
+            {"problems": [p.__dict__ | {"level": p.level.word} for p in PROBLEMS.values()]},
+            json_path,
+        )
+        if json_path == "-":
+            return
+    render.problems_table(list(PROBLEMS.values()))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: every error becomes one line and an exit code, never a traceback."""
+    args = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in args
+    try:
+        code = app(args=args, prog_name="ddpdoctor", standalone_mode=False)
+    except typer.Exit as e:
+        code = e.exit_code
+    except typer.Abort:
+        print("ddpdoctor: interrupted", file=sys.stderr)
+        code = 130
+    except UsageError as e:
+        print(f"ddpdoctor: error: {e}", file=sys.stderr)
+        code = EXIT_USAGE
+    except DoctorError as e:
+        print(f"ddpdoctor: {e}", file=sys.stderr)
+        code = e.exit_code
+    except KeyboardInterrupt:
+        print("ddpdoctor: interrupted", file=sys.stderr)
+        code = 130
+    except Exception as e:
+        # typer's parse errors (click's, or typer's vendored copy of them) know how to word
+        # themselves; match by behaviour so either generation of typer works.
+        if not (hasattr(e, "format_message") and hasattr(e, "exit_code")):
+            if debug:
+                raise
+            print(
+                f"ddpdoctor: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)",
+                file=sys.stderr,
+            )
+            sys.exit(EXIT_INTERNAL)
+        hint = ""
+        ctx = getattr(e, "ctx", None)
+        if ctx is not None:
+            hint = f" (see '{ctx.command_path} --help')"
+        print(f"ddpdoctor: error: {e.format_message()}{hint}", file=sys.stderr)
+        code = EXIT_USAGE if e.exit_code == EXIT_USAGE else e.exit_code
+    sys.exit(code or 0)

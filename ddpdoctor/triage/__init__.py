@@ -1,0 +1,1 @@
+"""Turning pasted logs and tracebacks into a diagnosis (`ddpdoctor explain`)."""
