@@ -187,3 +187,13 @@ def overall_status(statuses: list[str]) -> str:
     if WARN in statuses:
         return WARN
     return PASS
+
+
+@dataclass
+class World:
+    """What a check's `judge` knows about the job as a whole."""
+
+    world_size: int
+    backend: str = "gloo"
+    nnodes: int = 1
+    hosts: dict[int, str] = field(default_factory=dict)

@@ -266,14 +266,6 @@ _TABLE = [
         "Shards are disjoint only if all ranks shuffle with the same seed and epoch.",
         "Pass the same seed to DistributedSampler on every rank (the default 0 is fine).",
     ),
-    Problem(
-        "DDP505",
-        "padding-duplicates",
-        _I,
-        "DistributedSampler pads with duplicates",
-        "When the data set size is not divisible by the world size, some samples are seen twice per epoch.",
-        "Harmless for training; use drop_last=True for exact evaluation.",
-    ),
     # GradScaler --------------------------------------------------------------------------------
     Problem(
         "DDP601",

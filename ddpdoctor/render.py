@@ -3,9 +3,14 @@ colours or glyphs; marks and colours are decided here."""
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.table import Table
+from typing import Any
 
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from ddpdoctor.model import Report
 from ddpdoctor.problems import Problem
 
 
@@ -17,3 +22,116 @@ def problems_table(problems: list[Problem], console: Console | None = None) -> N
     for p in problems:
         table.add_row(p.code, p.symbol, p.level.word, p.title, p.fix)
     console.print(table)
+
+
+MARKS = {  # status → (unicode mark, ascii mark, style)
+    "pass": ("✓", "+", "green"),
+    "warn": ("!", "!", "yellow"),
+    "fail": ("✗", "x", "red"),
+    "error": ("✗", "x", "red"),
+    "timeout": ("⏱", "T", "red"),
+    "skip": ("-", "-", "dim"),
+}
+LEVEL_MARKS = {"fail": ("✗", "x", "red"), "warn": ("!", "!", "yellow"), "info": ("•", "*", "cyan")}
+STATE_STYLE = {"ok": "green", "crashed": "red", "hung": "red", "missing": "red"}
+
+
+def make_console(ascii_only: bool = False, stderr: bool = False, width: int | None = None) -> Console:
+    return Console(stderr=stderr, no_color=ascii_only, highlight=False, width=width,
+                   emoji=False, safe_box=ascii_only)
+
+
+def _mark(table: dict[str, tuple[str, str, str]], key: str, ascii_only: bool) -> str:
+    uni, asc, style = table.get(key, ("?", "?", ""))
+    mark = asc if ascii_only else uni
+    return f"[{style}]\\[{mark}][/]" if style else f"\\[{mark}]"
+
+
+def report(rep: Report, verbose: bool = False, ascii_only: bool = False, run_dir: str | None = None,
+           console: Console | None = None) -> None:
+    """The flutter-doctor style report: a row per check, findings with their fix, a count."""
+    from ddpdoctor.ranks import fmt_ranks, plural
+
+    con = console or make_console(ascii_only)
+    hosts = len({s.host for s in rep.ranks if s.host}) or 1
+    con.print(f"[bold]ddpdoctor check[/] · {rep.backend} ({escape(rep.backend_reason)}) · "
+              f"{plural(rep.world_size, 'rank')} on {plural(hosts, 'host')} · {rep.duration_s:.1f} s")
+    con.print()
+    for c in rep.checks:
+        con.print(f"{_mark(MARKS, c.status, ascii_only)} [bold]{escape(c.title)}[/] — {escape(c.summary)}")
+        for f in c.findings:
+            who = f" [dim](rank {fmt_ranks(f.ranks)})[/]" if f.ranks else ""
+            con.print(f"    {_mark(LEVEL_MARKS, f.level.word, ascii_only)} [bold]{f.code}[/] "
+                      f"{escape(f.message)}{who}", soft_wrap=False)
+            if f.hint:
+                arrow = "->" if ascii_only else "→"
+                con.print(f"        [dim]{arrow} {escape(f.hint)}[/]")
+        if verbose and c.duration_s is not None:
+            con.print(f"        [dim]took {c.duration_s:.2f} s[/]")
+    if rep.root_cause:
+        con.print()
+        con.print(f"[bold red]Root cause:[/] {escape(rep.root_cause['message'])}")
+    if verbose:
+        _verbose(rep, con)
+    con.print()
+    counts = {"fail": 0, "warn": 0, "info": 0}
+    for f in rep.findings():
+        counts[f.level.word] += 1
+    bad = {"pass": "green", "warn": "yellow"}.get(rep.status, "red")
+    word = {"pass": "No problems", "warn": "Warnings only", "fail": "Problems found"}[rep.status]
+    con.print(f"[{bad} bold]{word}[/]: {plural(counts['fail'], 'failure')}, {plural(counts['warn'], 'warning')}, "
+              f"{plural(counts['info'], 'note')} in {plural(len(rep.checks), 'check')} "
+              f"({rep.duration_s:.1f} s).")
+    if run_dir:
+        con.print(f"[dim]Rank files and logs: {run_dir}[/]")
+
+
+def _verbose(rep: Report, con: Console) -> None:
+    table = Table(title="Ranks", title_justify="left")
+    for col in ("rank", "local", "host", "pid", "device", "state", "last check", "exit", "detail"):
+        table.add_column(col, overflow="fold")
+    for s in rep.ranks:
+        exit_txt = "" if s.exitcode is None else f"{s.exitcode}" + (f" ({s.signal})" if s.signal else "")
+        table.add_row(str(s.rank), "" if s.local_rank is None else str(s.local_rank), s.host or "?",
+                      str(s.pid or ""), s.device or "", f"[{STATE_STYLE.get(s.state, '')}]{s.state}[/]",
+                      s.last_check or "", exit_txt, escape(s.detail))
+    con.print()
+    con.print(table)
+    cmd = rep.launch.get("command")
+    if cmd:
+        import shlex
+
+        con.print(f"[dim]torchrun command:[/] {escape(shlex.join(cmd))}", soft_wrap=True)
+
+
+class progress:
+    """A live one-line status per rank on stderr while the ranks work; silent when stderr is not
+    a terminal (CI logs) or when JSON goes to stdout."""
+
+    def __init__(self, enabled: bool = True, ascii_only: bool = False, world_size: int = 0) -> None:
+        self.console = make_console(ascii_only, stderr=True)
+        self.enabled = enabled and self.console.is_terminal
+        self.world_size = world_size
+        self.live: Any = None
+
+    def __enter__(self) -> Any:
+        if self.enabled:
+            from rich.live import Live
+
+            self.live = Live(console=self.console, refresh_per_second=8, transient=True)
+            self.live.__enter__()
+        return self.tick
+
+    def tick(self, beats: dict[int, dict[str, Any]], elapsed: float) -> None:
+        if not self.live:
+            return
+        lines = [f"[bold]ddpdoctor check[/] · {elapsed:4.1f} s · {len(beats)}/{self.world_size} ranks reporting"]
+        for r in sorted(beats)[:16]:
+            b = beats[r]
+            state = "done" if b.get("finished") else f"{b.get('check') or 'starting'}: {b.get('phase')}"
+            lines.append(f"  rank {r:>3}  {escape(str(state))}")
+        self.live.update(Text.from_markup("\n".join(lines)))
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.live:
+            self.live.__exit__(*exc)

@@ -1,0 +1,198 @@
+"""`env`: the launcher's variables, distributed settings and versions on every rank, compared
+across ranks. Runs before the process group exists, so a broken launch is still described."""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+from typing import Any
+
+from ddpdoctor import __version__
+from ddpdoctor.model import Finding, Judgement, World
+from ddpdoctor.problems import get
+from ddpdoctor.ranks import fmt_ranks, group_by_value, plural, spread
+
+ID = "env"
+TITLE = "Environment"
+COLLECTIVE = False
+
+LAUNCH_VARS = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
+REQUIRED = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")
+PREFIXES = ("NCCL_", "GLOO_", "TORCH_", "TORCHELASTIC_", "CUDA_", "OMP_", "MASTER_", "SLURM_")
+# Set per rank or per node by the launcher: differences are expected.
+PER_RANK = {
+    "RANK", "LOCAL_RANK", "GROUP_RANK", "ROLE_RANK", "TORCHELASTIC_ERROR_FILE", "CUDA_VISIBLE_DEVICES",
+    "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID", "SLURMD_NODENAME", "SLURM_TOPOLOGY_ADDR",
+    "OMP_NUM_THREADS",
+}
+COMPARED_PREFIXES = ("NCCL_", "GLOO_", "TORCH_NCCL_", "TORCH_DISTRIBUTED_")
+RISKY = {
+    "NCCL_P2P_DISABLE": ("1", "forces GPU-to-GPU traffic through host memory"),
+    "NCCL_IB_DISABLE": ("1", "turns off InfiniBand/RoCE; traffic falls back to TCP sockets"),
+    "NCCL_SHM_DISABLE": ("1", "turns off shared-memory transport between local ranks"),
+    "NCCL_NET_GDR_LEVEL": ("0", "turns off GPUDirect RDMA"),
+    "TORCH_NCCL_ASYNC_ERROR_HANDLING": ("0", "a failed collective then hangs instead of ending the job"),
+    "NCCL_ASYNC_ERROR_HANDLING": ("0", "a failed collective then hangs instead of ending the job"),
+    "NCCL_DEBUG": ("TRACE", "TRACE logging slows every collective"),
+}
+VERSION_KEYS = ("torch", "python", "cuda", "nccl", "ddpdoctor")
+
+
+def _versions() -> dict[str, str | None]:
+    import torch
+
+    nccl = None
+    try:
+        if torch.cuda.is_available():
+            v = torch.cuda.nccl.version()
+            nccl = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+    except Exception:  # noqa: BLE001 - a probe that cannot answer returns None
+        nccl = None
+    return {
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "cuda": torch.version.cuda,
+        "nccl": nccl,
+        "ddpdoctor": __version__,
+    }
+
+
+def _interfaces() -> list[str]:
+    try:
+        return [name for _i, name in socket.if_nameindex()]
+    except OSError:
+        return []
+
+
+def ifname_problems(var: str, value: str, existing: list[str]) -> list[str]:
+    """Names in a *_SOCKET_IFNAME that match no interface. NCCL reads '^a,b' as 'not these' and
+    '=eth0' as an exact name; otherwise each entry is a prefix."""
+    if not value or value.startswith("^"):
+        return []
+    missing = []
+    for entry in filter(None, (e.strip() for e in value.split(","))):
+        exact = entry.startswith("=")
+        name = entry.lstrip("=")
+        ok = any((i == name) if exact or var.startswith("GLOO") else i.startswith(name) for i in existing)
+        if not ok:
+            missing.append(entry)
+    return missing
+
+
+def run(ctx: Any) -> dict[str, Any]:
+    from ddpdoctor.redact import redact_env
+
+    env = {k: v for k, v in os.environ.items() if k.startswith(PREFIXES) or k in LAUNCH_VARS}
+    data: dict[str, Any] = {
+        "host": ctx.host,
+        "pid": ctx.pid,
+        "launched": bool(ctx.options.get("launched", True)),
+        "nonce": ctx.options.get("nonce", ""),
+        "vars": redact_env(env),
+        "versions": _versions(),
+        "interfaces": _interfaces(),
+    }
+    try:
+        from ddpdoctor import envinfo  # the node snapshot that `ddpdoctor env` prints
+
+        data["snapshot"] = envinfo.snapshot()
+    except Exception:  # noqa: BLE001 - the snapshot is a bonus, never a failure
+        pass
+    return data
+
+
+def _compare(per_rank: dict[int, dict[str, Any]], hosts: dict[int, str], key: str) -> str | None:
+    values = {r: d["vars"].get(key, "<unset>") for r, d in per_rank.items()}
+    return spread(values, hosts) if len(group_by_value(values)) > 1 else None
+
+
+def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
+    findings: list[Finding] = []
+    hosts = {r: d.get("host", "?") for r, d in per_rank.items()}
+
+    missing = {r: [v for v in REQUIRED if v not in d["vars"]] for r, d in per_rank.items()}
+    missing = {r: m for r, m in missing.items() if m}
+    if missing:
+        names = sorted({v for m in missing.values() for v in m})
+        findings.append(get("env-missing").finding(
+            f"{', '.join(names)} not set on rank {fmt_ranks(missing)}: not started by torchrun or another launcher",
+            list(missing), missing=names))
+
+    ws = _compare(per_rank, hosts, "WORLD_SIZE")
+    if ws:
+        findings.append(get("world-size-mismatch").finding(f"WORLD_SIZE differs: {ws}", list(per_rank)))
+
+    declared = {r: d["vars"].get("RANK") for r, d in per_rank.items() if "RANK" in d["vars"]}
+    by_value = group_by_value(declared)
+    dups = {v: rs for v, rs in by_value.items() if len(rs) > 1}
+    for value, ranks in dups.items():
+        findings.append(get("rank-duplicate").finding(
+            f"RANK={value} is used by {len(ranks)} processes", ranks, rank_value=value))
+    try:
+        sizes = {int(d["vars"]["WORLD_SIZE"]) for d in per_rank.values() if "WORLD_SIZE" in d["vars"]}
+        numeric = {int(v) for v in declared.values()}
+    except ValueError:
+        sizes, numeric = set(), set()
+    if len(sizes) == 1 and not dups:
+        size = sizes.pop()
+        bad = sorted(r for r in numeric if not 0 <= r < size)
+        if bad:
+            findings.append(get("rank-duplicate").finding(
+                f"RANK {fmt_ranks(bad)} outside 0..{size - 1}", bad))
+
+    for key in ("MASTER_ADDR", "MASTER_PORT"):
+        diff = _compare(per_rank, hosts, key)
+        if diff:
+            findings.append(get("master-mismatch").finding(f"{key} differs: {diff}", list(per_rank)))
+
+    for r, d in sorted(per_rank.items()):
+        for var in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
+            bad_names = ifname_problems(var, d["vars"].get(var, ""), d.get("interfaces", []))
+            if bad_names:
+                findings.append(get("socket-ifname-missing").finding(
+                    f"{var}={d['vars'][var]} on {d.get('host')}: no interface {', '.join(bad_names)} "
+                    f"(has {', '.join(d.get('interfaces', [])) or 'none'})", [r], host=d.get("host"), variable=var))
+
+    risky: dict[tuple[str, str], list[int]] = {}
+    for r, d in per_rank.items():
+        for var, (bad_value, why) in RISKY.items():
+            if d["vars"].get(var, "").upper() == bad_value:
+                risky.setdefault((var, why), []).append(r)
+    for (var, why), ranks in sorted(risky.items()):
+        findings.append(get("risky-setting").finding(
+            f"{var}={RISKY[var][0]} on {plural(len(ranks), 'rank')}: {why}", ranks, variable=var))
+
+    detail = [r for r, d in per_rank.items() if d["vars"].get("TORCH_DISTRIBUTED_DEBUG", "").upper() == "DETAIL"]
+    if detail:
+        findings.append(get("debug-detail").finding("TORCH_DISTRIBUTED_DEBUG=DETAIL is set", detail))
+
+    for key in VERSION_KEYS:
+        values = {r: d["versions"].get(key) for r, d in per_rank.items()}
+        if len(group_by_value(values)) > 1:
+            findings.append(get("version-mismatch").finding(
+                f"{key} differs: {spread(values, hosts)}", list(per_rank), component=key))
+
+    nonces = {r: d.get("nonce", "") for r, d in per_rank.items()}
+    if len(group_by_value(nonces)) > 1:
+        groups = group_by_value(nonces)
+        ours = max(groups.values(), key=len)
+        strangers = sorted(r for rs in groups.values() if rs is not ours for r in rs)
+        findings.append(get("run-cross-talk").finding(
+            f"rank {fmt_ranks(strangers)} belong to another ddpdoctor run on the same master port", strangers))
+
+    keys = sorted({k for d in per_rank.values() for k in d["vars"]
+                   if k.startswith(COMPARED_PREFIXES) and k not in PER_RANK})
+    for key in keys:
+        diff = _compare(per_rank, hosts, key)
+        if diff:
+            findings.append(get("env-inconsistent").finding(f"{key} differs: {diff}", list(per_rank), variable=key))
+
+    any_rank = per_rank[min(per_rank)] if per_rank else {}
+    versions = any_rank.get("versions", {})
+    nhosts = len(set(hosts.values()))
+    summary = (f"{plural(len(per_rank), 'rank')} on {plural(nhosts, 'host')}, torch {versions.get('torch', '?')}, "
+               f"python {versions.get('python', '?')}")
+    if versions.get("nccl"):
+        summary += f", NCCL {versions['nccl']}"
+    return Judgement(summary=summary, findings=findings)

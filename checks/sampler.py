@@ -1,0 +1,95 @@
+"""`sampler`: DistributedSampler shards on every rank for two epochs. Judged together they must
+be disjoint (apart from the documented padding), cover the data set, agree on the permutation,
+and change order when set_epoch is called — the pitfalls behind "every GPU trains on the same
+batches"."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from itertools import combinations
+from typing import Any
+
+from ddpdoctor.model import Judgement, World
+from ddpdoctor.problems import get
+from ddpdoctor.ranks import fmt_ranks
+
+ID = "sampler"
+TITLE = "DistributedSampler shards"
+COLLECTIVE = False
+DATASET_LEN = 1001  # not divisible by common world sizes, so padding is exercised
+
+
+def _digest(values: list[int]) -> str:
+    return hashlib.sha1(",".join(map(str, values)).encode()).hexdigest()[:12]
+
+
+def run(ctx: Any) -> dict[str, Any]:
+    import torch
+    from torch.utils.data.distributed import DistributedSampler
+
+    dataset = range(DATASET_LEN)
+    rank = 0 if ctx.fault("sampler-rank") else ctx.rank  # self-test: a rank built with the wrong rank
+    seed = 1 if ctx.fault("sampler-seed") else 0  # self-test: a rank with its own seed
+    sampler = DistributedSampler(dataset, num_replicas=ctx.world_size, rank=rank, shuffle=True, seed=seed)
+    epochs = {}
+    perms = {}
+    for epoch in (0, 1):
+        sampler.set_epoch(epoch)
+        epochs[epoch] = list(iter(sampler))
+        g = torch.Generator()
+        g.manual_seed(sampler.seed + sampler.epoch)
+        perms[epoch] = _digest(torch.randperm(DATASET_LEN, generator=g).tolist())
+    repeat = list(iter(sampler))  # a second pass without set_epoch repeats the order
+    return {
+        "dataset_len": DATASET_LEN,
+        "num_replicas": sampler.num_replicas,
+        "shard_len": len(epochs[0]),
+        "perm_digest": perms[0],
+        "perm_digest_epoch1": perms[1],
+        "reshuffled": epochs[0] != epochs[1],
+        "repeats_without_set_epoch": repeat == epochs[1],
+        "_epoch0": epochs[0],
+    }
+
+
+def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
+    shards = {r: d["_epoch0"] for r, d in per_rank.items() if "_epoch0" in d}
+    if not shards:
+        return Judgement(summary="no shard reported")
+    n = next(iter(per_rank.values()))["dataset_len"]
+    findings = []
+    padding = -n % len(shards)
+
+    digests = {r: d["perm_digest"] for r, d in per_rank.items()}
+    common = Counter(digests.values()).most_common(1)[0][0]
+    odd = sorted(r for r, v in digests.items() if v != common)
+    if odd:
+        findings.append(get("permutation-disagrees").finding(
+            f"rank {fmt_ranks(odd)} shuffle with a different permutation than the others", odd))
+
+    counts = Counter(i for s in shards.values() for i in s)
+    extra = sum(c - 1 for c in counts.values() if c > 1)
+    if extra > padding:
+        pairs = [(a, b, len(set(shards[a]) & set(shards[b]))) for a, b in combinations(sorted(shards), 2)]
+        worst = sorted((p for p in pairs if p[2] > padding), key=lambda p: -p[2])[:3]
+        same = [(a, b) for a, b in combinations(sorted(shards), 2) if shards[a] == shards[b]]
+        detail = "; ".join(f"ranks {a},{b} share {k} samples" for a, b, k in worst)
+        if same:
+            detail = "; ".join(f"ranks {a},{b} have identical shards (same rank given to both?)" for a, b in same)
+        ranks = sorted({r for a, b, _k in worst for r in (a, b)} | {r for p in same for r in p})
+        findings.append(get("shard-overlap").finding(
+            f"{extra - padding} samples are trained on by more than one rank: {detail}", ranks, overlap=extra - padding))
+    missing = n - len(counts)
+    if missing > 0:
+        findings.append(get("shard-incomplete").finding(
+            f"{missing} of {n} samples are on no rank's shard", sorted(shards), missing=missing))
+
+    stale = sorted(r for r, d in per_rank.items() if not d.get("reshuffled"))
+    if stale:
+        findings.append(get("set-epoch-no-effect").finding(
+            f"epoch 1 repeats epoch 0's order on rank {fmt_ranks(stale)} despite set_epoch(1)", stale))
+    pad_txt = f" ({padding} padding duplicate{'s' if padding != 1 else ''})" if padding else ""
+    summary = (f"{n} samples over {len(shards)} ranks: "
+               + (f"disjoint, complete{pad_txt}, set_epoch reshuffles" if not findings else "shards are WRONG"))
+    return Judgement(summary=summary, findings=findings, metrics={"padding": padding, "overlap": max(0, extra - padding)})

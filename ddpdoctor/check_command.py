@@ -1,0 +1,180 @@
+"""`ddpdoctor check`: validate the arguments into a LaunchSpec, launch, collect, render, decide
+the exit code. Parse → config → act (torchrun's own shape)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import secrets
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ddpdoctor import collect, gpus, registry, rundir, schema
+from ddpdoctor.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, CannotRun, UsageError
+from ddpdoctor.launch import LaunchOutcome, LaunchSpec, free_port, port_busy
+from ddpdoctor.model import Report
+from ddpdoctor.problems import get
+
+BACKENDS = ("auto", "nccl", "gloo")
+FAIL_ON = ("warn", "fail")
+LOCAL_ADDRS = {None, "", "127.0.0.1", "localhost", "0.0.0.0", "::1"}
+
+
+@dataclass
+class CheckArgs:
+    nproc: int | None = None
+    backend: str = "auto"
+    only: str | None = None
+    skip: str | None = None
+    timeout: float = 30.0
+    json_path: str | None = None
+    fail_on: str = "fail"
+    verbose: bool = False
+    ascii_only: bool = False
+    master_addr: str | None = None
+    master_port: int | None = None
+    nnodes: int = 1
+    node_rank: int | None = None
+    rdzv_endpoint: str | None = None
+    rdzv_id: str | None = None
+    rdzv_backend: str | None = None
+    run_dir: str | None = None
+
+
+@dataclass
+class Plan:
+    """Validated arguments: what will be launched and how it will be judged."""
+
+    spec: LaunchSpec
+    job: dict[str, Any]  # written to spec.json for the workers
+    keep_run_dir: bool
+
+
+def plan(args: CheckArgs) -> Plan:
+    """Every usage error is raised here, before anything is started."""
+    if args.backend not in BACKENDS:
+        raise UsageError(f"--backend must be one of {', '.join(BACKENDS)}, not {args.backend!r}")
+    if args.fail_on not in FAIL_ON:
+        raise UsageError(f"--fail-on must be warn or fail, not {args.fail_on!r}")
+    if not (args.timeout > 0 and math.isfinite(args.timeout)):
+        raise UsageError(f"--timeout must be a positive number of seconds, not {args.timeout:g}")
+    if args.nnodes < 1:
+        raise UsageError(f"--nnodes must be at least 1, not {args.nnodes}")
+    if args.node_rank is not None and not 0 <= args.node_rank < args.nnodes:
+        raise UsageError(f"--node-rank must be in 0..{args.nnodes - 1}, not {args.node_rank}")
+    if args.master_port is not None and not 0 < args.master_port < 65536:
+        raise UsageError(f"--master-port must be in 1..65535, not {args.master_port}")
+    if args.rdzv_backend not in (None, "c10d", "static", "etcd", "etcd-v2"):
+        raise UsageError(f"--rdzv-backend must be c10d or static, not {args.rdzv_backend!r}")
+    checks = registry.select(args.only, args.skip)
+    schema.check_writable(args.json_path)
+
+    count, source = gpus.visible_gpus()
+    backend, reason = gpus.resolve_backend(args.backend, count, source)
+    if backend == "nccl" and count == 0:
+        raise UsageError("--backend nccl needs GPUs, and none is visible here (use --backend gloo)")
+    nproc = args.nproc if args.nproc is not None else (count or 2)
+    if not 1 <= nproc <= 1024:
+        raise UsageError(f"--nproc must be between 1 and 1024, not {nproc}")
+    if importlib.util.find_spec("torch") is None:
+        raise CannotRun("torch is not installed in this Python, so torchrun cannot start (pip install torch)")
+
+    if args.run_dir:
+        run_dir = Path(args.run_dir)
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"cannot use --run-dir {args.run_dir}: {exc.strerror}") from None
+        for stale in [*run_dir.glob("rank-*"), run_dir / rundir.GATHERED]:
+            stale.unlink(missing_ok=True)
+    else:
+        run_dir = Path(tempfile.mkdtemp(prefix="ddpdoctor-"))
+
+    port = args.master_port
+    if port is None and not args.rdzv_endpoint:
+        port = free_port()
+    spec = LaunchSpec(
+        nproc=nproc, run_dir=run_dir, timeout=args.timeout, checks_count=len(checks) + 1, nnodes=args.nnodes,
+        node_rank=args.node_rank, master_addr=args.master_addr, master_port=port,
+        rdzv_endpoint=args.rdzv_endpoint, rdzv_id=args.rdzv_id, rdzv_backend=args.rdzv_backend,
+    )
+    job = {
+        "checks": checks, "timeout": args.timeout, "backend": backend, "backend_reason": reason,
+        "nonce": secrets.token_hex(8), "managed": True, "nnodes": args.nnodes,
+        "world_size": nproc * args.nnodes, "master_port": port, "port_given": args.master_port is not None,
+    }
+    return Plan(spec=spec, job=job, keep_run_dir=bool(args.run_dir))
+
+
+def preflight(p: Plan) -> list[Any]:
+    """Launch faults we can name before starting anything."""
+    spec = p.spec
+    problems = []
+    hosts_store = spec.node_rank in (None, 0) and spec.master_addr in LOCAL_ADDRS and not spec.rdzv_endpoint
+    if hosts_store and spec.master_port and port_busy(spec.master_port):
+        problems.append(get("port-in-use").finding(
+            f"--master-port {spec.master_port} is already in use on this host (another job or a stale "
+            f"process holds it); torchrun's store cannot listen there", [], port=spec.master_port))
+    return problems
+
+
+def launcher_problems(outcome: LaunchOutcome, any_rank_started: bool) -> list[Any]:
+    """Faults only the launcher's own output shows (it died before the workers reported)."""
+    if any_rank_started or outcome.verdict not in ("finished", "launch-failed") or outcome.returncode == 0:
+        return []
+    tail = outcome.launcher_tail
+    lines = [ln for ln in tail.splitlines() if ln.strip()]
+    if "address already in use" in tail.lower() or "EADDRINUSE" in tail:
+        return [get("port-in-use").finding("the launcher could not listen on the master port (address already in use)",
+                                           [], evidence=[ln for ln in lines if "in use" in ln.lower()][-3:])]
+    return [get("launch-failed").finding(
+        f"torchrun exited with code {outcome.returncode} before any rank started: "
+        f"{lines[-1] if lines else outcome.reason}", [], evidence=lines[-15:])]
+
+
+def execute(p: Plan, on_tick: Any = None) -> Report:
+    """Launch (unless a pre-flight problem makes it pointless) and assemble the report."""
+    from ddpdoctor import launch
+
+    p.job["command"] = launch.torchrun_command(p.spec)
+    rundir.write_json(p.spec.run_dir / rundir.SPEC, p.job)
+    problems = preflight(p)
+    outcome: LaunchOutcome | None = None
+    if not problems:
+        outcome = launch.run(p.spec, on_tick=on_tick)
+        started = bool(rundir.read_beats(p.spec.run_dir))
+        problems = launcher_problems(outcome, started)
+    report = collect.assemble(p.spec.run_dir, p.job, outcome, launch_problems=problems)
+    if outcome is not None and outcome.verdict == "interrupted":
+        report.launch["verdict"] = "interrupted"
+    return report
+
+
+def exit_code(report: Report, fail_on: str) -> int:
+    if report.launch.get("verdict") == "interrupted":
+        return EXIT_INTERRUPTED
+    bad = ("fail",) if fail_on == "fail" else ("fail", "warn")
+    return EXIT_PROBLEMS if report.status in bad else EXIT_OK
+
+
+def run(args: CheckArgs) -> int:
+    from ddpdoctor import render
+
+    p = plan(args)
+    try:
+        with render.progress(enabled=args.json_path != "-", ascii_only=args.ascii_only,
+                             world_size=p.job["world_size"]) as tick:
+            report = execute(p, on_tick=tick)
+        if args.json_path:
+            schema.write(collect.to_json(report), args.json_path)
+        if args.json_path != "-":
+            keep = p.keep_run_dir or report.status != "pass"
+            render.report(report, verbose=args.verbose, ascii_only=args.ascii_only,
+                          run_dir=str(p.spec.run_dir) if keep else None)
+        return exit_code(report, args.fail_on)
+    finally:
+        if not p.keep_run_dir and "report" in locals() and report.status == "pass":
+            shutil.rmtree(p.spec.run_dir, ignore_errors=True)

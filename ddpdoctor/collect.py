@@ -1,0 +1,311 @@
+"""Rank files + rank 0's gathered results + what the launcher saw → one Report.
+
+Judging happens here, from data, so the same code serves every ending: all ranks finished, a rank
+crashed, a rank hung and was killed, or rank 0 itself died (then its gathered file is missing and
+the local rank files carry the story). Collectors never raise on bad or missing files."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from ddpdoctor import registry, rundir, schema
+from ddpdoctor.model import (
+    CRASHED,
+    ERROR,
+    HUNG,
+    MISSING,
+    OK,
+    SKIP,
+    TIMEOUT,
+    CheckResult,
+    Finding,
+    Level,
+    RankState,
+    Report,
+    World,
+    overall_status,
+    status_from,
+)
+from ddpdoctor.problems import get
+from ddpdoctor.ranks import fmt_ranks
+
+
+def signal_name(exitcode: int | None) -> str | None:
+    """torchrun reports death by signal N as exit code -N (a shell would say 128+N)."""
+    if exitcode is None:
+        return None
+    num = -exitcode if exitcode < 0 else exitcode - 128 if 128 < exitcode < 160 else None
+    if num is None:
+        return None
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return None
+
+
+def _entries(run_dir: Path) -> tuple[dict[int, dict[str, Any]], dict[str, dict[int, dict[str, Any]]]]:
+    """(rank docs, {check: {rank: entry}}) merged from local rank files and rank 0's gathered file."""
+    docs = rundir.read_rank_files(run_dir)
+    by_check: dict[str, dict[int, dict[str, Any]]] = {}
+    gathered = rundir.read_json(run_dir / rundir.GATHERED) or {}
+    for cid, per in gathered.items():
+        for r, entry in (per or {}).items():
+            by_check.setdefault(cid, {})[int(r)] = entry
+    for r, doc in docs.items():
+        for cid, entry in (doc.get("checks") or {}).items():
+            by_check.setdefault(cid, {}).setdefault(r, entry)
+    return docs, by_check
+
+
+def _rank_states(
+    world_size: int, docs: dict[int, dict[str, Any]], beats: dict[int, dict[str, Any]], outcome: Any
+) -> list[RankState]:
+    states = []
+    hung = set(getattr(outcome, "hung_ranks", ()) or ())
+    stopped = set(getattr(outcome, "stopped_ranks", ()) or ())
+    exitcodes: dict[int, int] = dict(getattr(outcome, "exitcodes", {}) or {})
+    pids: dict[int, int] = dict(getattr(outcome, "pids", {}) or {})
+    killed_at = getattr(outcome, "killed_at", None) or time.time()
+    known = set(range(world_size)) | set(docs) | set(beats)
+    for rank in sorted(known):
+        doc, beat = docs.get(rank, {}), beats.get(rank, {})
+        st = RankState(
+            rank=rank,
+            local_rank=doc.get("local_rank"),
+            host=doc.get("host") or beat.get("host"),
+            pid=doc.get("pid") or beat.get("pid") or pids.get(rank),
+            device=doc.get("device"),
+            last_check=beat.get("check") or doc.get("last_check"),
+            phase=beat.get("phase"),
+            exitcode=exitcodes.get(rank),
+        )
+        st.signal = signal_name(st.exitcode)
+        if doc.get("finished") or beat.get("finished"):
+            st.state = OK
+        elif doc.get("terminated"):
+            term = doc["terminated"]
+            st.state, st.signal = CRASHED, term.get("signal")
+            st.failed_at = term.get("t")
+            st.detail = f"terminated by the launcher while in {term.get('check')} ({term.get('phase')})"
+        elif rank in hung and beat:
+            st.state = HUNG
+            last = beat.get("t_phase") or killed_at
+            st.failed_at = last
+            how = " (the process was stopped: SIGSTOP or a debugger)" if rank in stopped else ""
+            st.detail = (f"stopped responding in {beat.get('check')} ({beat.get('phase')}) "
+                         f"{killed_at - last:.1f} s before it was killed{how}")
+        elif not beat and not doc:
+            st.state = MISSING
+            st.failed_at = getattr(outcome, "started_at", None)
+            st.detail = "never reached init_process_group (no heartbeat at all)"
+            if rank in stopped:
+                st.detail += "; the process was stopped (SIGSTOP or a debugger)"
+        else:
+            st.state = CRASHED
+            st.failed_at = beat.get("t_alive") or doc.get("started_at")
+            why = f"exit code {st.exitcode}" if st.exitcode is not None else "the process ended"
+            if st.signal:
+                why = f"killed by {st.signal}"
+            st.detail = f"{why} in {st.last_check} ({st.phase})"
+        states.append(st)
+    return states
+
+
+def _root_cause(states: list[RankState]) -> RankState | None:
+    """The earliest failure; ranks the launcher tore down after someone else failed come last."""
+    bad = [s for s in states if s.state != OK]
+    if not bad:
+        return None
+    return min(bad, key=lambda s: (s.signal == "SIGTERM", s.failed_at or float("inf"), s.rank))
+
+
+def _rank_finding(st: RankState, waited: list[int]) -> Finding:
+    where = f"{st.host or '?'}, pid {st.pid}" if st.pid else st.host or "?"
+    if st.state == HUNG:
+        msg = f"rank {st.rank} ({where}) {st.detail}"
+        if waited:
+            msg += f"; rank {fmt_ranks(waited)} waited for it"
+        return get("rank-hung").finding(msg, [st.rank], host=st.host, phase=st.phase)
+    if st.state == MISSING:
+        msg = f"rank {st.rank} {st.detail}"
+        if waited:
+            msg += f"; rank {fmt_ranks(waited)} waited for it"
+        return get("rank-missing").finding(msg, [st.rank], host=st.host)
+    level = Level.WARN if st.signal == "SIGTERM" else Level.FAIL
+    return get("rank-crashed").finding(f"rank {st.rank} ({where}) crashed: {st.detail}", [st.rank],
+                                       level=level, host=st.host, exitcode=st.exitcode, signal=st.signal)
+
+
+def _public(data: dict[str, Any]) -> dict[str, Any]:
+    """Per-rank data for the report: keys starting with '_' are raw material for judge only."""
+    return {k: v for k, v in (data or {}).items() if not k.startswith("_")}
+
+
+def _judge_check(cid: str, entries: dict[int, dict[str, Any]], world: World) -> CheckResult:
+    mod = registry.load(cid)
+    title = getattr(mod, "TITLE", cid)
+    if entries and all(e.get("status") == SKIP for e in entries.values()):
+        reason = next(iter(entries.values())).get("reason", "")
+        return CheckResult(cid, title, SKIP, f"skipped: {reason}")
+    ok = {r: e.get("data") or {} for r, e in entries.items() if e.get("status") == "ok"}
+    findings: list[Finding] = []
+    summary = "not judged"
+    metrics: dict[str, Any] = {}
+    if ok:
+        try:
+            j = mod.judge(ok, world)
+            findings, summary, metrics = list(j.findings), j.summary, j.metrics
+        except Exception as exc:  # noqa: BLE001 - a crashing judge is a result too
+            findings.append(get("check-crashed").finding(f"judging {cid} failed: {type(exc).__name__}: {exc}", []))
+    timeouts = sorted(r for r, e in entries.items() if e.get("status") == TIMEOUT)
+    errors = sorted(r for r, e in entries.items() if e.get("status") == ERROR)
+    for r in errors:
+        e = entries[r]
+        findings.append(get("check-crashed").finding(
+            f"rank {r}: {e.get('error')} (in {e.get('phase')})", [r], traceback=e.get("traceback", "")))
+    if timeouts:
+        phases = sorted({str(entries[r].get("phase")) for r in timeouts})
+        findings.append(get("collective-timeout").finding(
+            f"rank {fmt_ranks(timeouts)} timed out in {', '.join(phases)}", timeouts))
+    status = TIMEOUT if timeouts else ERROR if errors and not ok else status_from(findings)
+    if errors and ok and status not in (TIMEOUT,):
+        status = ERROR
+    durations = [e.get("duration_s") or 0.0 for e in entries.values()]
+    return CheckResult(cid, title, status, summary, findings,
+                       ranks={r: _public(e.get("data") or {}) | {"status": e.get("status")} for r, e in entries.items()},
+                       duration_s=max(durations) if durations else None, metrics=metrics)
+
+
+def assemble(run_dir: Path, spec: dict[str, Any], outcome: Any = None,
+             launch_problems: list[Finding] | None = None) -> Report:
+    """Build the report from whatever the run left behind. `launch_problems` are faults found
+    before or by the launcher itself (a busy port, torchrun dying): they go in the first row."""
+    docs, by_check = _entries(run_dir)
+    beats = rundir.read_beats(run_dir)
+    world_size = int(spec.get("world_size") or 0) or max([*docs, *beats, -1]) + 1 or 1
+    states = _rank_states(world_size, docs, beats, outcome)
+    hosts = {s.rank: s.host for s in states if s.host}
+    world = World(world_size=world_size, backend=spec.get("backend", "gloo"), nnodes=int(spec.get("nnodes") or 1),
+                  hosts=hosts)
+    root = _root_cause(states)
+    failed = {s.rank: s for s in states if s.state != OK}
+
+    checks: list[CheckResult] = []
+    for cid in spec["checks"]:
+        entries = by_check.get(cid, {})
+        if not entries:
+            why = f"not reached: {_short(root)}" if root else "not run"
+            result = CheckResult(cid, getattr(registry.load(cid), "TITLE", cid), SKIP, why)
+        else:
+            result = _judge_check(cid, entries, world)
+            missing = sorted(r for r in range(world_size) if r not in entries)
+            if missing and result.status != SKIP:
+                result.summary += f" (rank {fmt_ranks(missing)} did not report)"
+        checks.append(result)
+
+    _place_rank_findings(checks, failed, by_check)
+    if launch_problems and checks:
+        first = next((c for c in checks if c.id == "process_group"), checks[0])
+        first.findings[:0] = launch_problems
+        first.status = "fail"
+        first.summary = launch_problems[0].message
+    status = overall_status([c.status for c in checks])
+    started = getattr(outcome, "started_at", None)
+    duration = getattr(outcome, "duration_s", None)
+    if duration is None:
+        starts = [d.get("started_at") for d in docs.values() if d.get("started_at")]
+        duration = time.time() - min(starts) if starts else 0.0
+    return Report(
+        status=status,
+        world_size=world_size,
+        nnodes=world.nnodes,
+        backend=world.backend,
+        backend_reason=spec.get("backend_reason", ""),
+        duration_s=round(duration, 3),
+        checks=checks,
+        ranks=states,
+        root_cause=None if root is None else {
+            "rank": root.rank, "state": root.state, "check": root.last_check, "host": root.host,
+            "message": _short(root)},
+        launch={k: v for k, v in {
+            "command": spec.get("command"), "run_dir": str(run_dir), "started_at": started,
+            "verdict": getattr(outcome, "verdict", None), "returncode": getattr(outcome, "returncode", None),
+            "master_port": spec.get("master_port"), "launcher_tail": getattr(outcome, "launcher_tail", None),
+        }.items() if v is not None},
+        hosts=_hosts(states),
+    )
+
+
+def _short(st: RankState | None) -> str:
+    if st is None:
+        return ""
+    return f"rank {st.rank} {st.state}" + (f" — {st.detail}" if st.detail else "")
+
+
+def _place_rank_findings(checks: list[CheckResult], failed: dict[int, RankState],
+                         by_check: dict[str, dict[int, dict[str, Any]]]) -> None:
+    """Each failed rank becomes a finding in the row of the check it was in when it failed."""
+    if not failed or not checks:
+        return
+    index = {c.id: c for c in checks}
+    for rank, st in sorted(failed.items()):
+        target = index.get(st.last_check or "") or index.get("process_group") or checks[0]
+        if st.state == MISSING:
+            target = index.get("process_group") or checks[0]
+        entries = by_check.get(target.id, {})
+        waited = sorted(r for r, e in entries.items() if r != rank and e.get("status") in (TIMEOUT, ERROR))
+        finding = _rank_finding(st, waited)
+        target.findings.insert(0, finding)
+        if target.status in ("pass", "warn", SKIP):
+            target.status = "fail" if finding.level >= Level.FAIL else "warn"
+            if target.summary.startswith("not reached") or target.summary == "not run":
+                target.summary = f"rank {rank} {st.state} here"
+
+
+def _hosts(states: list[RankState]) -> list[dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for s in states:
+        h = out.setdefault(s.host or "?", {"host": s.host or "?", "ranks": [], "devices": []})
+        h["ranks"].append(s.rank)
+        if s.device:
+            h["devices"].append(s.device)
+    return list(out.values())
+
+
+def to_json(report: Report) -> dict[str, Any]:
+    return {
+        "schema": schema.tag("report"),
+        "status": report.status,
+        "world_size": report.world_size,
+        "nnodes": report.nnodes,
+        "backend": report.backend,
+        "backend_reason": report.backend_reason,
+        "duration_s": report.duration_s,
+        "root_cause": report.root_cause,
+        "checks": [c.to_json() for c in report.checks],
+        "ranks": [s.to_json() for s in report.ranks],
+        "hosts": report.hosts,
+        "launch": report.launch,
+        "counts": counts(report),
+    }
+
+
+def counts(report: Report) -> dict[str, int]:
+    out = {"fail": 0, "warn": 0, "info": 0}
+    for f in report.findings():
+        out[f.level.word] += 1
+    return out
+
+
+def from_json(doc: dict[str, Any]) -> Report:
+    return Report(
+        status=doc["status"], world_size=doc["world_size"], nnodes=doc["nnodes"], backend=doc["backend"],
+        backend_reason=doc.get("backend_reason", ""), duration_s=doc["duration_s"],
+        checks=[CheckResult.from_json(c) for c in doc["checks"]],
+        ranks=[RankState.from_json(r) for r in doc["ranks"]], root_cause=doc.get("root_cause"),
+        launch=doc.get("launch") or {}, hosts=doc.get("hosts") or [],
+    )
+

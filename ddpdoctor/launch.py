@@ -1,0 +1,247 @@
+"""LaunchSpec → torchrun subprocess → LaunchOutcome.
+
+torchrun runs as a child in its own session, so a deadline and a kill are always possible and
+the user's terminal stays with us. Its workers start their own sessions (torch elastic does
+that), so they are tracked by pid — from psutil and from their heartbeats — and killed one by one.
+While they run, heartbeats decide whether the job still moves: a rank that makes no progress for
+longer than a collective's deadline (plus a grace) is hung, a rank that never beats is missing."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ddpdoctor import rundir
+
+POLL_S = 0.1
+
+
+@dataclass
+class LaunchSpec:
+    """Everything needed to start one node's workers; validated before anything runs."""
+
+    nproc: int
+    run_dir: Path
+    timeout: float
+    checks_count: int = 6
+    nnodes: int = 1
+    node_rank: int | None = None
+    master_addr: str | None = None
+    master_port: int | None = None
+    rdzv_endpoint: str | None = None
+    rdzv_id: str | None = None
+    rdzv_backend: str | None = None
+    module: str = "ddpdoctor.worker"
+    worker_args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    startup_s: float = 60.0
+
+    @property
+    def grace_s(self) -> float:
+        return 3.0 + 0.1 * self.timeout
+
+    @property
+    def deadline_s(self) -> float:
+        """The whole run's bound: start-up, then every check at the control group's deadline."""
+        return self.startup_s + self.checks_count * (2 * self.timeout + 5)
+
+
+@dataclass
+class LaunchOutcome:
+    returncode: int | None
+    verdict: str  # finished | hung | deadline | interrupted | launch-failed
+    started_at: float
+    duration_s: float
+    command: list[str]
+    killed_at: float | None = None
+    hung_ranks: list[int] = field(default_factory=list)
+    stopped_ranks: list[int] = field(default_factory=list)
+    exitcodes: dict[int, int] = field(default_factory=dict)
+    pids: dict[int, int] = field(default_factory=dict)
+    launcher_tail: str = ""
+    reason: str = ""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def port_busy(port: int, host: str = "") -> bool:
+    """True when nothing could listen on the port (what torchrun's store is about to do)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def torchrun_command(spec: LaunchSpec) -> list[str]:
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(spec.nproc),
+           "--max-restarts", "0", "--monitor-interval", "0.1"]
+    if spec.rdzv_endpoint:
+        cmd += ["--nnodes", str(spec.nnodes), "--rdzv-backend", spec.rdzv_backend or "c10d",
+                "--rdzv-endpoint", spec.rdzv_endpoint, "--rdzv-id", spec.rdzv_id or "ddpdoctor"]
+        if spec.node_rank is not None:
+            cmd += ["--node-rank", str(spec.node_rank)]
+    else:
+        cmd += ["--nnodes", str(spec.nnodes), "--node-rank", str(spec.node_rank or 0),
+                "--master-addr", spec.master_addr or "127.0.0.1", "--master-port", str(spec.master_port)]
+    return [*cmd, "-m", spec.module, str(spec.run_dir), *spec.worker_args]
+
+
+_FAILURE = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\)")
+
+
+def parse_exitcodes(log: str) -> dict[int, int]:
+    """torchrun's failure summary: 'rank : 1 (local_rank: 1)' then 'exitcode : -9 (pid: 123)'."""
+    return {int(m.group(1)): int(m.group(2)) for m in _FAILURE.finditer(log)}
+
+
+class _Workers:
+    """The worker processes of this node, found through psutil and the heartbeats."""
+
+    def __init__(self, launcher_pid: int) -> None:
+        self.launcher_pid = launcher_pid
+        self.rank_of: dict[int, int] = {}
+
+    def scan(self, beats: dict[int, dict[str, Any]]) -> dict[int, Any]:
+        import psutil
+
+        found: dict[int, Any] = {}
+        try:
+            children = psutil.Process(self.launcher_pid).children(recursive=True)
+        except psutil.Error:
+            children = []
+        for proc in children:
+            if proc.pid not in self.rank_of:
+                try:
+                    env = proc.environ()
+                    if "RANK" in env and "TORCHELASTIC_RUN_ID" in env:
+                        self.rank_of[proc.pid] = int(env["RANK"])
+                except (psutil.Error, ValueError):
+                    continue
+            if proc.pid in self.rank_of:
+                found[self.rank_of[proc.pid]] = proc
+        for rank, beat in beats.items():
+            pid = beat.get("pid")
+            if rank not in found and pid:
+                with contextlib.suppress(psutil.Error):
+                    found[rank] = psutil.Process(pid)
+                    self.rank_of[pid] = rank
+        return found
+
+    @staticmethod
+    def stopped(procs: dict[int, Any]) -> list[int]:
+        import psutil
+
+        out = []
+        for rank, proc in procs.items():
+            with contextlib.suppress(psutil.Error):
+                if proc.status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
+                    out.append(rank)
+        return sorted(out)
+
+
+def _kill_all(proc: subprocess.Popen, procs: dict[int, Any]) -> None:
+    """SIGKILL works on stopped processes too; workers live in their own sessions."""
+    import psutil
+
+    victims = list(procs.values())
+    with contextlib.suppress(psutil.Error):
+        victims += psutil.Process(proc.pid).children(recursive=True)
+    for p in victims:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(Exception):
+        proc.wait(timeout=10)
+    psutil.wait_procs([p for p in victims if p.is_running()], timeout=5)
+
+
+def _tail(path: Path, limit: int = 4000) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ""
+    return data[-limit:].decode("utf-8", errors="replace")
+
+
+def run(spec: LaunchSpec, on_tick: Callable[[dict[int, dict[str, Any]], float], None] | None = None) -> LaunchOutcome:
+    """Start torchrun, watch the heartbeats, end it at the verdict. Never leaves a process behind."""
+    cmd = torchrun_command(spec)
+    env = {**os.environ, **spec.env}
+    started = time.time()
+    log_path = spec.run_dir / rundir.LAUNCHER_LOG
+    with open(log_path, "wb") as log:
+        try:
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    env=env, start_new_session=True)
+        except OSError as exc:
+            return LaunchOutcome(None, "launch-failed", started, 0.0, cmd, reason=str(exc))
+    workers = _Workers(proc.pid)
+    verdict, reason, hung, stopped, procs = "finished", "", [], [], {}
+    killed_at = None
+    expected = set(range(spec.nproc)) if spec.nnodes == 1 else None
+    try:
+        while proc.poll() is None:
+            time.sleep(POLL_S)
+            now = time.time()
+            beats = rundir.read_beats(spec.run_dir)
+            procs = workers.scan(beats)
+            if on_tick:
+                on_tick(beats, now - started)
+            local = expected if expected is not None else set(procs) | set(beats)
+            unfinished = {r for r in local if not beats.get(r, {}).get("finished")}
+            if not unfinished:
+                continue
+            finished_any = any(b.get("finished") for b in beats.values())
+
+            def idle(r: int) -> float:
+                b = beats.get(r)
+                return now - (b["t_phase"] if b else started)
+
+            stuck = [r for r in unfinished if idle(r) > (spec.timeout + spec.grace_s if r in beats
+                                                         else max(spec.startup_s, spec.timeout + spec.grace_s))]
+            if finished_any:  # the others are done: whoever is still not moving is stuck
+                stuck += [r for r in unfinished if r not in stuck and idle(r) > spec.grace_s]
+            if stuck:
+                verdict, hung = "hung", sorted(set(stuck))
+                reason = f"rank {','.join(map(str, hung))} made no progress"
+                break
+            if now - started > spec.deadline_s:
+                verdict, hung, reason = "deadline", sorted(unfinished), f"the run passed its {spec.deadline_s:.0f} s bound"
+                break
+    except KeyboardInterrupt:
+        verdict, reason = "interrupted", "interrupted by the user"
+        beats = rundir.read_beats(spec.run_dir)
+        hung = sorted(r for r in (expected or set(beats)) if not beats.get(r, {}).get("finished"))
+    finally:
+        if proc.poll() is None:
+            beats = rundir.read_beats(spec.run_dir)
+            procs = workers.scan(beats)
+            stopped = _Workers.stopped(procs)
+            killed_at = time.time()
+            _kill_all(proc, procs)
+        else:
+            _kill_all(proc, workers.scan(rundir.read_beats(spec.run_dir)))
+    tail = _tail(log_path)
+    return LaunchOutcome(
+        returncode=proc.returncode, verdict=verdict, started_at=started, duration_s=time.time() - started,
+        command=cmd, killed_at=killed_at, hung_ranks=hung if verdict != "finished" else [],
+        stopped_ranks=stopped, exitcodes=parse_exitcodes(_tail(log_path, 200_000)),
+        pids={r: p.pid for r, p in procs.items()}, launcher_tail=tail, reason=reason,
+    )

@@ -1,0 +1,43 @@
+"""Wording for groups of ranks and hosts, so every message names them the same way."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+
+
+def fmt_ranks(ranks: Iterable[int]) -> str:
+    """[0, 1, 2, 5] -> '0-2,5'."""
+    rs = sorted(set(ranks))
+    parts: list[str] = []
+    i = 0
+    while i < len(rs):
+        j = i
+        while j + 1 < len(rs) and rs[j + 1] == rs[j] + 1:
+            j += 1
+        parts.append(str(rs[i]) if i == j else f"{rs[i]}-{rs[j]}" if j > i + 1 else f"{rs[i]},{rs[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def group_by_value(values: Mapping[int, object]) -> dict[str, list[int]]:
+    """{rank: value} -> {str(value): [ranks]}, in order of first rank."""
+    groups: dict[str, list[int]] = defaultdict(list)
+    for rank in sorted(values):
+        groups[str(values[rank])].append(rank)
+    return dict(groups)
+
+
+def spread(values: Mapping[int, object], hosts: Mapping[int, str] | None = None) -> str:
+    """'2.21.5 on node-a,node-b (ranks 0-15); 2.19.3 on node-c (ranks 16-23)'."""
+    hosts = hosts or {}
+    parts = []
+    for value, ranks in group_by_value(values).items():
+        where = sorted({hosts[r] for r in ranks if r in hosts})
+        host_txt = f" on {','.join(where)}" if where else ""
+        parts.append(f"{value}{host_txt} (rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)})")
+    return "; ".join(parts)
