@@ -59,7 +59,8 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
         return Judgement(summary="no shard reported")
     n = next(iter(per_rank.values()))["dataset_len"]
     findings = []
-    padding = -n % len(shards)
+    replicas = next(iter(per_rank.values())).get("num_replicas") or len(shards)
+    padding = -n % replicas
 
     digests = {r: d["perm_digest"] for r, d in per_rank.items()}
     common = Counter(digests.values()).most_common(1)[0][0]
@@ -81,7 +82,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
         findings.append(get("shard-overlap").finding(
             f"{extra - padding} samples are trained on by more than one rank: {detail}", ranks, overlap=extra - padding))
     missing = n - len(counts)
-    if missing > 0:
+    if missing > 0 and len(shards) >= replicas:  # coverage needs every rank's shard
         findings.append(get("shard-incomplete").finding(
             f"{missing} of {n} samples are on no rank's shard", sorted(shards), missing=missing))
 
@@ -90,6 +91,11 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
         findings.append(get("set-epoch-no-effect").finding(
             f"epoch 1 repeats epoch 0's order on rank {fmt_ranks(stale)} despite set_epoch(1)", stale))
     pad_txt = f" ({padding} padding duplicate{'s' if padding != 1 else ''})" if padding else ""
-    summary = (f"{n} samples over {len(shards)} ranks: "
-               + (f"disjoint, complete{pad_txt}, set_epoch reshuffles" if not findings else "shards are WRONG"))
+    if len(shards) < replicas:
+        summary = f"{len(shards)} of {replicas} ranks' shards seen; coverage not judged"
+        if findings:
+            summary += ": shards are WRONG"
+    else:
+        summary = (f"{n} samples over {replicas} ranks: "
+                   + (f"disjoint, complete{pad_txt}, set_epoch reshuffles" if not findings else "shards are WRONG"))
     return Judgement(summary=summary, findings=findings, metrics={"padding": padding, "overlap": max(0, extra - padding)})

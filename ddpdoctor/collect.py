@@ -6,6 +6,7 @@ the local rank files carry the story). Collectors never raise on bad or missing 
 
 from __future__ import annotations
 
+import re
 import signal
 import time
 from pathlib import Path
@@ -65,6 +66,7 @@ def _rank_states(
 ) -> list[RankState]:
     states = []
     hung = set(getattr(outcome, "hung_ranks", ()) or ())
+    killed = set(getattr(outcome, "killed_ranks", ()) or ())
     stopped = set(getattr(outcome, "stopped_ranks", ()) or ())
     exitcodes: dict[int, int] = dict(getattr(outcome, "exitcodes", {}) or {})
     pids: dict[int, int] = dict(getattr(outcome, "pids", {}) or {})
@@ -92,11 +94,16 @@ def _rank_states(
             st.detail = f"terminated by the launcher while in {term.get('check')} ({term.get('phase')})"
         elif rank in hung and beat:
             st.state = HUNG
-            last = beat.get("t_phase") or killed_at
-            st.failed_at = last
-            how = " (the process was stopped: SIGSTOP or a debugger)" if rank in stopped else ""
+            # a stopped process stops its alive ticks too: that is when it stopped responding
+            last = beat.get("t_alive") if rank in stopped else beat.get("t_phase")
+            st.failed_at = last or killed_at
+            how = "; the process was stopped (SIGSTOP or a debugger)" if rank in stopped else ""
             st.detail = (f"stopped responding in {beat.get('check')} ({beat.get('phase')}) "
-                         f"{killed_at - last:.1f} s before it was killed{how}")
+                         f"{killed_at - st.failed_at:.1f} s before the verdict{how}")
+        elif rank in killed and beat:
+            st.state = OK
+            st.detail = (f"alive, waiting in {beat.get('check')} ({beat.get('phase')}) when ddpdoctor "
+                         f"ended the run")
         elif not beat and not doc:
             st.state = MISSING
             st.failed_at = getattr(outcome, "started_at", None)
@@ -139,6 +146,16 @@ def _rank_finding(st: RankState, waited: list[int]) -> Finding:
                                        level=level, host=st.host, exitcode=st.exitcode, signal=st.signal)
 
 
+_PEER_LOST = re.compile(r"connection (reset|closed|refused)|broken pipe|peer|socket closed", re.I)
+
+
+def _first_sentence(text: str, limit: int = 160) -> str:
+    """gloo/NCCL errors are paragraphs with a source location first: keep the telling part."""
+    text = re.sub(r"\[[^\]]*\.(?:cc|cpp|h):\d+\]\s*", "", text)
+    text = text.split(". ")[0].strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _public(data: dict[str, Any]) -> dict[str, Any]:
     """Per-rank data for the report: keys starting with '_' are raw material for judge only."""
     return {k: v for k, v in (data or {}).items() if not k.startswith("_")}
@@ -164,12 +181,19 @@ def _judge_check(cid: str, entries: dict[int, dict[str, Any]], world: World) -> 
     errors = sorted(r for r, e in entries.items() if e.get("status") == ERROR)
     for r in errors:
         e = entries[r]
+        if _PEER_LOST.search(e.get("error") or ""):
+            findings.append(get("peer-lost").finding(
+                f"rank {r} lost its peer in {e.get('phase')}: {_first_sentence(e.get('error') or '')}", [r]))
+            continue
         findings.append(get("check-crashed").finding(
-            f"rank {r}: {e.get('error')} (in {e.get('phase')})", [r], traceback=e.get("traceback", "")))
+            f"rank {r}: {_first_sentence(e.get('error') or '')} (in {e.get('phase')})", [r],
+            traceback=e.get("traceback", "")))
     if timeouts:
         phases = sorted({str(entries[r].get("phase")) for r in timeouts})
         findings.append(get("collective-timeout").finding(
             f"rank {fmt_ranks(timeouts)} timed out in {', '.join(phases)}", timeouts))
+    if not ok:
+        summary = (f"rank {fmt_ranks(timeouts)} timed out" if timeouts else f"failed on rank {fmt_ranks(errors)}")
     status = TIMEOUT if timeouts else ERROR if errors and not ok else status_from(findings)
     if errors and ok and status not in (TIMEOUT,):
         status = ERROR

@@ -65,6 +65,7 @@ class LaunchOutcome:
     command: list[str]
     killed_at: float | None = None
     hung_ranks: list[int] = field(default_factory=list)
+    killed_ranks: list[int] = field(default_factory=list)  # alive when the verdict came: we ended them
     stopped_ranks: list[int] = field(default_factory=list)
     exitcodes: dict[int, int] = field(default_factory=dict)
     pids: dict[int, int] = field(default_factory=dict)
@@ -193,7 +194,7 @@ def run(spec: LaunchSpec, on_tick: Callable[[dict[int, dict[str, Any]], float], 
         except OSError as exc:
             return LaunchOutcome(None, "launch-failed", started, 0.0, cmd, reason=str(exc))
     workers = _Workers(proc.pid)
-    verdict, reason, hung, stopped, procs = "finished", "", [], [], {}
+    verdict, reason, hung, stopped, killed, procs = "finished", "", [], [], [], {}
     killed_at = None
     expected = set(range(spec.nproc)) if spec.nnodes == 1 else None
     try:
@@ -234,6 +235,7 @@ def run(spec: LaunchSpec, on_tick: Callable[[dict[int, dict[str, Any]], float], 
             beats = rundir.read_beats(spec.run_dir)
             procs = workers.scan(beats)
             stopped = _Workers.stopped(procs)
+            killed = sorted(r for r, p in procs.items() if p.is_running())
             killed_at = time.time()
             _kill_all(proc, procs)
         else:
@@ -242,6 +244,6 @@ def run(spec: LaunchSpec, on_tick: Callable[[dict[int, dict[str, Any]], float], 
     return LaunchOutcome(
         returncode=proc.returncode, verdict=verdict, started_at=started, duration_s=time.time() - started,
         command=cmd, killed_at=killed_at, hung_ranks=hung if verdict != "finished" else [],
-        stopped_ranks=stopped, exitcodes=parse_exitcodes(_tail(log_path, 200_000)),
+        stopped_ranks=stopped, killed_ranks=killed, exitcodes=parse_exitcodes(_tail(log_path, 200_000)),
         pids={r: p.pid for r, p in procs.items()}, launcher_tail=tail, reason=reason,
     )

@@ -60,7 +60,8 @@ def report(rep: Report, verbose: bool = False, ascii_only: bool = False, run_dir
     for c in rep.checks:
         con.print(f"{_mark(MARKS, c.status, ascii_only)} [bold]{escape(c.title)}[/] — {escape(c.summary)}")
         for f in c.findings:
-            who = f" [dim](rank {fmt_ranks(f.ranks)})[/]" if f.ranks else ""
+            named = f.message.startswith(("rank ", "ranks "))
+            who = f" [dim](rank {fmt_ranks(f.ranks)})[/]" if f.ranks and not named else ""
             con.print(f"    {_mark(LEVEL_MARKS, f.level.word, ascii_only)} [bold]{f.code}[/] "
                       f"{escape(f.message)}{who}", soft_wrap=False)
             if f.hint:
