@@ -92,10 +92,16 @@ def _cpu_findings(per_rank: dict[int, dict[str, Any]]) -> list[Finding]:
         cores = set().union(*(set(per_rank[r]["affinity"]) for r in ranks))
         threads = sum(per_rank[r]["threads"] for r in ranks)
         if threads > len(cores):
-            findings.append(get("cpu-oversubscribed").finding(
-                f"{plural(len(ranks), 'rank')} on {host} run {threads} threads on {plural(len(cores), 'core')} "
-                f"(OMP_NUM_THREADS={per_rank[ranks[0]].get('omp_num_threads') or 'unset'})",
-                ranks, host=host, threads=threads, cores=len(cores)))
+            per_rank_threads = {per_rank[r]["threads"] for r in ranks}
+            if per_rank_threads == {1}:
+                msg = f"{plural(len(ranks), 'rank')} on {host} share {plural(len(cores), 'core')}: fewer cores than ranks"
+                hint = f"Run at most one rank per core on this host (--nproc {len(cores)} or fewer)."
+            else:
+                msg = (f"{plural(len(ranks), 'rank')} on {host} run {threads} threads on {plural(len(cores), 'core')} "
+                       f"(OMP_NUM_THREADS={per_rank[ranks[0]].get('omp_num_threads') or 'unset'})")
+                hint = None
+            findings.append(get("cpu-oversubscribed").finding(msg, ranks, host=host, threads=threads,
+                                                               cores=len(cores), hint=hint))
         pinned = [r for r in ranks if len(per_rank[r]["affinity"]) < (per_rank[r].get("cpu_count") or 0)]
         overlap = [r for r in pinned for o in pinned
                    if o != r and set(per_rank[r]["affinity"]) & set(per_rank[o]["affinity"])]

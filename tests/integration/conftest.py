@@ -1,0 +1,28 @@
+"""Shared real runs: one healthy 2-rank and one healthy 4-rank `ddpdoctor check`, and one run
+with injected wrong behaviour on rank 1, each launched once per session and asserted on by many
+tests. Faults that need their own launch live in test_faults.py."""
+
+from __future__ import annotations
+
+import pytest
+from harness import Run, run_check
+
+
+@pytest.fixture(scope="session")
+def healthy2(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    return run_check(tmp_path_factory.mktemp("h2") / "run", "--nproc", "2", "-v")
+
+
+@pytest.fixture(scope="session")
+def healthy4(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    return run_check(tmp_path_factory.mktemp("h4") / "run", "--nproc", "4")
+
+
+@pytest.fixture(scope="session")
+def broken2(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """Rank 1 really misbehaves: adds a bias to its all_reduce result, builds its sampler with
+    rank 0's rank, applies an inf gradient after sync; every rank runs 2 threads on 2 cores and
+    has NCCL_P2P_DISABLE=1 exported."""
+    faults = "allreduce-bias@1;sampler-rank@1;gradscaler-local-inf@1"
+    return run_check(tmp_path_factory.mktemp("b2") / "run", "--nproc", "2",
+                     env={"DDPDOCTOR_FAULT": faults, "OMP_NUM_THREADS": "2", "NCCL_P2P_DISABLE": "1"})

@@ -1,0 +1,74 @@
+"""`ddpdoctor check` through real torchrun on gloo: healthy runs pass with every check, the JSON
+matches its schema, and real wrong behaviour on one rank fails the right checks."""
+
+from __future__ import annotations
+
+import os
+
+import jsonschema
+import pytest
+from harness import Run
+
+from ddpdoctor import schema
+
+pytestmark = pytest.mark.slow
+CHECKS = ["env", "process_group", "rank_device", "allreduce", "sampler", "gradscaler"]
+
+
+@pytest.mark.parametrize("fixture,n", [("healthy2", 2), ("healthy4", 4)])
+def test_healthy_run_passes(request: pytest.FixtureRequest, fixture: str, n: int) -> None:
+    run: Run = request.getfixturevalue(fixture)
+    assert run.returncode == 0, run.stdout + run.stderr
+    rep = run.report
+    expected = dict.fromkeys(CHECKS, "pass")
+    if n > len(os.sched_getaffinity(0)):  # more CPU ranks than cores: a real warning on small hosts
+        expected["rank_device"] = "warn"
+        assert run.codes("rank_device") == ["DDP304"]
+        assert "fewer cores than ranks" in run.check("rank_device")["findings"][0]["message"]
+    assert {c["id"]: c["status"] for c in rep["checks"]} == expected
+    assert rep["status"] == ("pass" if set(expected.values()) == {"pass"} else "warn")
+    assert rep["world_size"] == n and rep["backend"] == "gloo" and rep["nnodes"] == 1
+    assert [r["state"] for r in rep["ranks"]] == ["ok"] * n
+    assert rep["root_cause"] is None
+    for c in rep["checks"]:
+        assert sorted(c["ranks"]) == [str(r) for r in range(n)], c["id"]
+    jsonschema.validate(rep, schema.schema_for("report"))
+
+
+def test_healthy_report_text(healthy2: Run) -> None:
+    out = healthy2.stdout
+    assert "ddpdoctor check · gloo (auto: no GPU visible" in out
+    assert "[✓] all_reduce — gloo, 2 ranks, busbw" in out
+    assert "all values exact" in out
+    assert "No problems: 0 failures, 0 warnings" in out
+    assert "torchrun command:" in out and "--nproc-per-node 2" in out  # -v shows the command
+
+
+def test_healthy_facts(healthy2: Run) -> None:
+    rows = healthy2.check("allreduce")["metrics"]["rows"]
+    assert [r["bytes"] for r in rows] == [4096, 1 << 20, 4 << 20]
+    assert all(r["wrong"] == 0 and r["busbw_gbps"] > 0 for r in rows)
+    sampler = healthy2.check("sampler")
+    assert sampler["metrics"] == {"padding": 1, "overlap": 0}
+    assert "_epoch0" not in sampler["ranks"]["0"]  # raw material stays out of the report
+    env0 = healthy2.check("env")["ranks"]["0"]
+    assert env0["vars"]["WORLD_SIZE"] == "2" and env0["vars"]["OMP_NUM_THREADS"] == "1"
+    assert healthy2.rank(1)["pid"] and healthy2.rank(1)["device"] == "cpu"
+
+
+def test_real_faults_fail_the_right_checks(broken2: Run) -> None:
+    assert broken2.returncode == 1
+    rep = broken2.report
+    assert rep["status"] == "fail"
+    jsonschema.validate(rep, schema.schema_for("report"))
+    status = {c["id"]: c["status"] for c in rep["checks"]}
+    assert status == {"env": "warn", "process_group": "pass", "rank_device": "warn", "allreduce": "fail",
+                      "sampler": "fail", "gradscaler": "fail"}
+    assert broken2.codes("env") == ["DDP106"]
+    assert broken2.codes("rank_device") == ["DDP304"]
+    assert broken2.codes("allreduce") == ["DDP401"]
+    assert broken2.check("allreduce")["findings"][0]["rank"] == 1
+    assert broken2.codes("sampler") == ["DDP501", "DDP502"]
+    assert broken2.codes("gradscaler") == ["DDP601", "DDP602", "DDP603"]
+    assert [r["state"] for r in rep["ranks"]] == ["ok", "ok"]
+    assert "Problems found" in broken2.stdout and "Rank files and logs" in broken2.stdout
