@@ -8,7 +8,7 @@ from typing import Any
 from ddpdoctor import bench
 from ddpdoctor.model import Judgement, World
 from ddpdoctor.problems import get
-from ddpdoctor.ranks import fmt_ranks
+from ddpdoctor.ranks import ranks_txt
 
 ID = "allreduce"
 TITLE = "all_reduce"
@@ -37,18 +37,32 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     wrong_ranks = sorted({r for row in rows for r in row.wrong_ranks})
     if wrong_ranks:
         bad = [row for row in rows if row.wrong]
-        findings.append(get("allreduce-wrong").finding(
-            f"rank {fmt_ranks(wrong_ranks)} got wrong all_reduce results "
-            f"({sum(r.wrong for r in bad)} wrong elements at {', '.join(bench.human_bytes(r.bytes) for r in bad)})",
-            wrong_ranks, wrong=sum(r.wrong for r in bad)))
+        findings.append(
+            get("allreduce-wrong").finding(
+                f"{ranks_txt(wrong_ranks)} got wrong all_reduce results "
+                f"({sum(r.wrong for r in bad)} wrong elements at {', '.join(bench.human_bytes(r.bytes) for r in bad)})",
+                wrong_ranks,
+                wrong=sum(r.wrong for r in bad),
+            )
+        )
     best = max(rows, key=lambda r: r.bytes)
     floor = FLOORS.get((world.backend, 1 if world.nnodes <= 1 else 2))
     if floor and world.world_size > 1 and best.busbw_gbps < floor:
-        findings.append(get("allreduce-slow").finding(
-            f"busbw {best.busbw_gbps:.2f} GB/s at {bench.human_bytes(best.bytes)} is below the "
-            f"{floor:g} GB/s floor for {world.backend} on {'one host' if world.nnodes <= 1 else 'several hosts'}",
-            list(measured), busbw_gbps=best.busbw_gbps, floor_gbps=floor))
-    summary = (f"{world.backend}, {world.world_size} ranks, busbw {best.busbw_gbps:.2f} GB/s at "
-               f"{bench.human_bytes(best.bytes)}, {'all values exact' if not wrong_ranks else 'WRONG values'}")
-    return Judgement(summary=summary, findings=findings,
-                     metrics={"rows": [r.to_json() for r in rows], "busbw_gbps": best.busbw_gbps})
+        findings.append(
+            get("allreduce-slow").finding(
+                f"busbw {best.busbw_gbps:.2f} GB/s at {bench.human_bytes(best.bytes)} is below the "
+                f"{floor:g} GB/s floor for {world.backend} on {'one host' if world.nnodes <= 1 else 'several hosts'}",
+                list(measured),
+                busbw_gbps=best.busbw_gbps,
+                floor_gbps=floor,
+            )
+        )
+    summary = (
+        f"{world.backend}, {world.world_size} ranks, busbw {best.busbw_gbps:.2f} GB/s at "
+        f"{bench.human_bytes(best.bytes)}, {'all values exact' if not wrong_ranks else 'WRONG values'}"
+    )
+    return Judgement(
+        summary=summary,
+        findings=findings,
+        metrics={"rows": [r.to_json() for r in rows], "busbw_gbps": best.busbw_gbps},
+    )

@@ -11,7 +11,7 @@ from typing import Any
 from ddpdoctor import __version__
 from ddpdoctor.model import Finding, Judgement, World
 from ddpdoctor.problems import get
-from ddpdoctor.ranks import fmt_ranks, group_by_value, plural, spread
+from ddpdoctor.ranks import fmt_ranks, group_by_value, plural, ranks_txt, spread
 
 ID = "env"
 TITLE = "Environment"
@@ -22,8 +22,17 @@ REQUIRED = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")
 PREFIXES = ("NCCL_", "GLOO_", "TORCH_", "TORCHELASTIC_", "CUDA_", "OMP_", "MASTER_", "SLURM_")
 # Set per rank or per node by the launcher: differences are expected.
 PER_RANK = {
-    "RANK", "LOCAL_RANK", "GROUP_RANK", "ROLE_RANK", "TORCHELASTIC_ERROR_FILE", "CUDA_VISIBLE_DEVICES",
-    "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID", "SLURMD_NODENAME", "SLURM_TOPOLOGY_ADDR",
+    "RANK",
+    "LOCAL_RANK",
+    "GROUP_RANK",
+    "ROLE_RANK",
+    "TORCHELASTIC_ERROR_FILE",
+    "CUDA_VISIBLE_DEVICES",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "SLURM_NODEID",
+    "SLURMD_NODENAME",
+    "SLURM_TOPOLOGY_ADDR",
     "OMP_NUM_THREADS",
 }
 COMPARED_PREFIXES = ("NCCL_", "GLOO_", "TORCH_NCCL_", "TORCH_DISTRIBUTED_")
@@ -32,7 +41,10 @@ RISKY = {
     "NCCL_IB_DISABLE": ("1", "turns off InfiniBand/RoCE; traffic falls back to TCP sockets"),
     "NCCL_SHM_DISABLE": ("1", "turns off shared-memory transport between local ranks"),
     "NCCL_NET_GDR_LEVEL": ("0", "turns off GPUDirect RDMA"),
-    "TORCH_NCCL_ASYNC_ERROR_HANDLING": ("0", "a failed collective then hangs instead of ending the job"),
+    "TORCH_NCCL_ASYNC_ERROR_HANDLING": (
+        "0",
+        "a failed collective then hangs instead of ending the job",
+    ),
     "NCCL_ASYNC_ERROR_HANDLING": ("0", "a failed collective then hangs instead of ending the job"),
     "NCCL_DEBUG": ("TRACE", "TRACE logging slows every collective"),
 }
@@ -74,7 +86,9 @@ def ifname_problems(var: str, value: str, existing: list[str]) -> list[str]:
     for entry in filter(None, (e.strip() for e in value.split(","))):
         exact = entry.startswith("=")
         name = entry.lstrip("=")
-        ok = any((i == name) if exact or var.startswith("GLOO") else i.startswith(name) for i in existing)
+        ok = any(
+            (i == name) if exact or var.startswith("GLOO") else i.startswith(name) for i in existing
+        )
         if not ok:
             missing.append(entry)
     return missing
@@ -115,22 +129,33 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     missing = {r: m for r, m in missing.items() if m}
     if missing:
         names = sorted({v for m in missing.values() for v in m})
-        findings.append(get("env-missing").finding(
-            f"{', '.join(names)} not set on rank {fmt_ranks(missing)}: not started by torchrun or another launcher",
-            list(missing), missing=names))
+        findings.append(
+            get("env-missing").finding(
+                f"{', '.join(names)} not set on {ranks_txt(missing)}: not started by torchrun or another launcher",
+                list(missing),
+                missing=names,
+            )
+        )
 
     ws = _compare(per_rank, hosts, "WORLD_SIZE")
     if ws:
-        findings.append(get("world-size-mismatch").finding(f"WORLD_SIZE differs: {ws}", list(per_rank)))
+        findings.append(
+            get("world-size-mismatch").finding(f"WORLD_SIZE differs: {ws}", list(per_rank))
+        )
 
     declared = {r: d["vars"].get("RANK") for r, d in per_rank.items() if "RANK" in d["vars"]}
     by_value = group_by_value(declared)
     dups = {v: rs for v, rs in by_value.items() if len(rs) > 1}
     for value, ranks in dups.items():
-        findings.append(get("rank-duplicate").finding(
-            f"RANK={value} is used by {len(ranks)} processes", ranks, rank_value=value))
+        findings.append(
+            get("rank-duplicate").finding(
+                f"RANK={value} is used by {len(ranks)} processes", ranks, rank_value=value
+            )
+        )
     try:
-        sizes = {int(d["vars"]["WORLD_SIZE"]) for d in per_rank.values() if "WORLD_SIZE" in d["vars"]}
+        sizes = {
+            int(d["vars"]["WORLD_SIZE"]) for d in per_rank.values() if "WORLD_SIZE" in d["vars"]
+        }
         numeric = {int(v) for v in declared.values()}
     except ValueError:
         sizes, numeric = set(), set()
@@ -138,21 +163,34 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
         size = sizes.pop()
         bad = sorted(r for r in numeric if not 0 <= r < size)
         if bad:
-            findings.append(get("rank-duplicate").finding(
-                f"RANK {fmt_ranks(bad)} outside 0..{size - 1}", bad))
+            findings.append(
+                get("rank-duplicate").finding(f"RANK {fmt_ranks(bad)} outside 0..{size - 1}", bad)
+            )
 
     for key in ("MASTER_ADDR", "MASTER_PORT"):
         diff = _compare(per_rank, hosts, key)
         if diff:
-            findings.append(get("master-mismatch").finding(f"{key} differs: {diff}", list(per_rank)))
+            findings.append(
+                get("master-mismatch").finding(f"{key} differs: {diff}", list(per_rank))
+            )
 
+    bad_if: dict[tuple[str, str, str, str], list[int]] = {}
     for r, d in sorted(per_rank.items()):
         for var in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
             bad_names = ifname_problems(var, d["vars"].get(var, ""), d.get("interfaces", []))
             if bad_names:
-                findings.append(get("socket-ifname-missing").finding(
-                    f"{var}={d['vars'][var]} on {d.get('host')}: no interface {', '.join(bad_names)} "
-                    f"(has {', '.join(d.get('interfaces', [])) or 'none'})", [r], host=d.get("host"), variable=var))
+                key = (str(d.get("host")), var, d["vars"][var], ", ".join(bad_names))
+                bad_if.setdefault(key, []).append(r)
+    for (host, var, value, names), ranks in bad_if.items():
+        have = ", ".join(per_rank[ranks[0]].get("interfaces", [])) or "none"
+        findings.append(
+            get("socket-ifname-missing").finding(
+                f"{var}={value} on {host}: no interface {names} (has {have})",
+                ranks,
+                host=host,
+                variable=var,
+            )
+        )
 
     risky: dict[tuple[str, str], list[int]] = {}
     for r, d in per_rank.items():
@@ -160,39 +198,67 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
             if d["vars"].get(var, "").upper() == bad_value:
                 risky.setdefault((var, why), []).append(r)
     for (var, why), ranks in sorted(risky.items()):
-        findings.append(get("risky-setting").finding(
-            f"{var}={RISKY[var][0]} on {plural(len(ranks), 'rank')}: {why}", ranks, variable=var))
+        findings.append(
+            get("risky-setting").finding(
+                f"{var}={RISKY[var][0]} on {plural(len(ranks), 'rank')}: {why}", ranks, variable=var
+            )
+        )
 
-    detail = [r for r, d in per_rank.items() if d["vars"].get("TORCH_DISTRIBUTED_DEBUG", "").upper() == "DETAIL"]
+    detail = [
+        r
+        for r, d in per_rank.items()
+        if d["vars"].get("TORCH_DISTRIBUTED_DEBUG", "").upper() == "DETAIL"
+    ]
     if detail:
-        findings.append(get("debug-detail").finding("TORCH_DISTRIBUTED_DEBUG=DETAIL is set", detail))
+        findings.append(
+            get("debug-detail").finding("TORCH_DISTRIBUTED_DEBUG=DETAIL is set", detail)
+        )
 
     for key in VERSION_KEYS:
         values = {r: d["versions"].get(key) for r, d in per_rank.items()}
         if len(group_by_value(values)) > 1:
-            findings.append(get("version-mismatch").finding(
-                f"{key} differs: {spread(values, hosts)}", list(per_rank), component=key))
+            findings.append(
+                get("version-mismatch").finding(
+                    f"{key} differs: {spread(values, hosts)}", list(per_rank), component=key
+                )
+            )
 
     nonces = {r: d.get("nonce", "") for r, d in per_rank.items()}
     if len(group_by_value(nonces)) > 1:
         groups = group_by_value(nonces)
         ours = max(groups.values(), key=len)
         strangers = sorted(r for rs in groups.values() if rs is not ours for r in rs)
-        findings.append(get("run-cross-talk").finding(
-            f"rank {fmt_ranks(strangers)} belong to another ddpdoctor run on the same master port", strangers))
+        findings.append(
+            get("run-cross-talk").finding(
+                f"{ranks_txt(strangers)} belong to another ddpdoctor run on the same master port",
+                strangers,
+            )
+        )
 
-    keys = sorted({k for d in per_rank.values() for k in d["vars"]
-                   if k.startswith(COMPARED_PREFIXES) and k not in PER_RANK})
+    keys = sorted(
+        {
+            k
+            for d in per_rank.values()
+            for k in d["vars"]
+            if k.startswith(COMPARED_PREFIXES) and k not in PER_RANK
+        }
+    )
     for key in keys:
         diff = _compare(per_rank, hosts, key)
         if diff:
-            findings.append(get("env-inconsistent").finding(f"{key} differs: {diff}", list(per_rank), variable=key))
+            findings.append(
+                get("env-inconsistent").finding(
+                    f"{key} differs: {diff}", list(per_rank), variable=key
+                )
+            )
 
     any_rank = per_rank[min(per_rank)] if per_rank else {}
     versions = any_rank.get("versions", {})
     nhosts = len(set(hosts.values()))
-    summary = (f"{plural(len(per_rank), 'rank')} on {plural(nhosts, 'host')}, torch {versions.get('torch', '?')}, "
-               f"python {versions.get('python', '?')}")
+    summary = (
+        f"{plural(len(per_rank), 'rank')} on {plural(nhosts, 'host')}, torch {versions.get('torch', '?')}, "
+        f"python {versions.get('python', '?')}"
+    )
     if versions.get("nccl"):
         summary += f", NCCL {versions['nccl']}"
     return Judgement(summary=summary, findings=findings)

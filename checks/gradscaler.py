@@ -10,7 +10,7 @@ from typing import Any
 
 from ddpdoctor.model import Judgement, World
 from ddpdoctor.problems import get
-from ddpdoctor.ranks import fmt_ranks
+from ddpdoctor.ranks import ranks_txt
 
 ID = "gradscaler"
 TITLE = "GradScaler + DDP"
@@ -49,9 +49,14 @@ def run(ctx: Any) -> dict[str, Any]:
     dtype, scaler = amp
     ctx.phase("building a DDP model")
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).to(ctx.device)
-    ddp = DDP(model, device_ids=[ctx.device.index] if ctx.device.type == "cuda" else None,
-              process_group=ctx.group)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)
+    ).to(ctx.device)
+    ddp = DDP(
+        model,
+        device_ids=[ctx.device.index] if ctx.device.type == "cuda" else None,
+        process_group=ctx.group,
+    )
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
     gen = torch.Generator().manual_seed(1234 + ctx.rank)
     inf_rank = 1 if ctx.world_size > 1 else 0
@@ -73,43 +78,69 @@ def run(ctx: Any) -> dict[str, Any]:
         scaler.update()
         opt.zero_grad(set_to_none=True)
         tracker = getattr(scaler, "_growth_tracker", None)
-        steps.append({
-            "scale": float(scaler.get_scale()),
-            "growth_tracker": int(tracker.item()) if tracker is not None else None,
-            "skipped": _param_digest(model) == before,
-            "params": _param_digest(model),
-        })
-    return {"supported": True, "dtype": str(dtype).replace("torch.", ""), "inf_step": INF_STEP,
-            "inf_rank": inf_rank, "steps": steps}
+        steps.append(
+            {
+                "scale": float(scaler.get_scale()),
+                "growth_tracker": int(tracker.item()) if tracker is not None else None,
+                "skipped": _param_digest(model) == before,
+                "params": _param_digest(model),
+            }
+        )
+    return {
+        "supported": True,
+        "dtype": str(dtype).replace("torch.", ""),
+        "inf_step": INF_STEP,
+        "inf_rank": inf_rank,
+        "steps": steps,
+    }
 
 
 def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     ran = {r: d for r, d in per_rank.items() if d.get("supported")}
     if not ran:
-        return Judgement(summary="AMP not available on this device", findings=[
-            get("amp-unsupported").finding("this torch has no GradScaler for the device", sorted(per_rank))])
+        return Judgement(
+            summary="AMP not available on this device",
+            findings=[
+                get("amp-unsupported").finding(
+                    "this torch has no GradScaler for the device", sorted(per_rank)
+                )
+            ],
+        )
     findings = []
     first = ran[min(ran)]
     nsteps = min(len(d["steps"]) for d in ran.values())
     for step in range(nsteps):
         scales = {r: d["steps"][step]["scale"] for r, d in ran.items()}
         if len(set(scales.values())) > 1:
-            findings.append(get("scale-diverged").finding(
-                f"after step {step} the scale is {', '.join(f'{s:g} on rank {r}' for r, s in sorted(scales.items()))}",
-                sorted(ran), step=step))
+            findings.append(
+                get("scale-diverged").finding(
+                    f"after step {step} the scale is {', '.join(f'{s:g} on rank {r}' for r, s in sorted(scales.items()))}",
+                    sorted(ran),
+                    step=step,
+                )
+            )
             break
     inf_step = first["inf_step"]
     stepped = sorted(r for r, d in ran.items() if not d["steps"][inf_step]["skipped"])
     if stepped:
-        findings.append(get("inf-step-not-skipped").finding(
-            f"rank {fmt_ranks(stepped)} applied the step with inf gradients (it should be skipped everywhere)",
-            stepped, step=inf_step))
+        findings.append(
+            get("inf-step-not-skipped").finding(
+                f"{ranks_txt(stepped)} applied the step with inf gradients (it should be skipped everywhere)",
+                stepped,
+                step=inf_step,
+            )
+        )
     final = {r: d["steps"][nsteps - 1]["params"] for r, d in ran.items()}
     if len(set(final.values())) > 1:
-        findings.append(get("params-diverged").finding(
-            f"parameters differ across ranks after {nsteps} steps", sorted(ran)))
+        findings.append(
+            get("params-diverged").finding(
+                f"parameters differ across ranks after {nsteps} steps", sorted(ran)
+            )
+        )
     scale = first["steps"][nsteps - 1]["scale"]
-    summary = (f"{first['dtype']} AMP, {nsteps} steps on {len(ran)} ranks, inf step skipped "
-               f"{'everywhere' if not stepped else 'NOT everywhere'}, final scale {scale:g}"
-               + ("" if not findings else " — ranks DIVERGED"))
+    summary = (
+        f"{first['dtype']} AMP, {nsteps} steps on {len(ran)} ranks, inf step skipped "
+        f"{'everywhere' if not stepped else 'NOT everywhere'}, final scale {scale:g}"
+        + ("" if not findings else " — ranks DIVERGED")
+    )
     return Judgement(summary=summary, findings=findings, metrics={"final_scale": scale})

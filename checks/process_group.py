@@ -11,7 +11,7 @@ from typing import Any
 
 from ddpdoctor.model import Judgement, World
 from ddpdoctor.problems import get
-from ddpdoctor.ranks import fmt_ranks, plural
+from ddpdoctor.ranks import plural, ranks_txt
 
 ID = "process_group"
 TITLE = "Process group"
@@ -47,10 +47,14 @@ def run(ctx: Any) -> dict[str, Any]:
     ctx.group = dist.group.WORLD
 
     ctx.phase("creating the control group")
-    ctx.control = dist.new_group(backend="gloo", timeout=timedelta(seconds=control_timeout(ctx.timeout)))
+    ctx.control = dist.new_group(
+        backend="gloo", timeout=timedelta(seconds=control_timeout(ctx.timeout))
+    )
 
     ctx.phase("monitored barrier")
-    dist.monitored_barrier(group=ctx.control, timeout=timedelta(seconds=ctx.timeout), wait_all_ranks=True)
+    dist.monitored_barrier(
+        group=ctx.control, timeout=timedelta(seconds=ctx.timeout), wait_all_ranks=True
+    )
 
     ctx.phase("barrier latency")
     token = torch.zeros(1, device=ctx.device)
@@ -81,13 +85,24 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     limit = SLOW_BARRIER_MS[1 if world.nnodes <= 1 else 2]
     if barrier > limit:
         slow = [r for r, d in per_rank.items() if d.get("barrier_ms", 0.0) > limit]
-        findings.append(get("barrier-slow").finding(
-            f"barrier takes {barrier:.1f} ms (expected < {limit:g} ms) on rank {fmt_ranks(slow)}", slow,
-            barrier_ms=barrier))
+        findings.append(
+            get("barrier-slow").finding(
+                f"barrier takes {barrier:.1f} ms (expected < {limit:g} ms) on {ranks_txt(slow)}",
+                slow,
+                barrier_ms=barrier,
+            )
+        )
     sizes = {d.get("world_size") for d in per_rank.values()}
     if len(sizes) > 1:
-        findings.append(get("world-size-mismatch").finding(
-            f"process groups of different sizes: {sorted(sizes)}", list(per_rank)))
-    summary = (f"{'/'.join(sorted(b for b in backends if b))}, {plural(len(per_rank), 'rank')} joined, "
-               f"init {init_s:.2f} s, barrier {barrier:.2f} ms")
-    return Judgement(summary=summary, findings=findings, metrics={"init_s": init_s, "barrier_ms": barrier})
+        findings.append(
+            get("world-size-mismatch").finding(
+                f"process groups of different sizes: {sorted(sizes)}", list(per_rank)
+            )
+        )
+    summary = (
+        f"{'/'.join(sorted(b for b in backends if b))}, {plural(len(per_rank), 'rank')} joined, "
+        f"init {init_s:.2f} s, barrier {barrier:.2f} ms"
+    )
+    return Judgement(
+        summary=summary, findings=findings, metrics={"init_s": init_s, "barrier_ms": barrier}
+    )

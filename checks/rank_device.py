@@ -4,6 +4,7 @@ affinity and intra-op threads, so oversubscription is caught."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import defaultdict
 from typing import Any
@@ -36,13 +37,17 @@ def _nvml(uuid: str | None) -> dict[str, Any]:
         return {}
     out: dict[str, Any] = {}
     try:
-        handle = pynvml.nvmlDeviceGetHandleByUUID(uuid if uuid.startswith("GPU-") else f"GPU-{uuid}")
+        handle = pynvml.nvmlDeviceGetHandleByUUID(
+            uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"
+        )
         out["name"] = pynvml.nvmlDeviceGetName(handle)
         out["pci_bus_id"] = pynvml.nvmlDeviceGetPciInfo(handle).busId
-        for key, fn in (("temperature_c", lambda: pynvml.nvmlDeviceGetTemperature(handle, 0)),
-                        ("throttle_reasons", lambda: pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle)),
-                        ("pcie_gen", lambda: pynvml.nvmlDeviceGetCurrPcieLinkGeneration(handle)),
-                        ("pcie_width", lambda: pynvml.nvmlDeviceGetCurrPcieLinkWidth(handle))):
+        for key, fn in (
+            ("temperature_c", lambda: pynvml.nvmlDeviceGetTemperature(handle, 0)),
+            ("throttle_reasons", lambda: pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle)),
+            ("pcie_gen", lambda: pynvml.nvmlDeviceGetCurrPcieLinkGeneration(handle)),
+            ("pcie_width", lambda: pynvml.nvmlDeviceGetCurrPcieLinkWidth(handle)),
+        ):
             try:
                 out[key] = fn()
             except Exception:  # noqa: BLE001
@@ -50,10 +55,8 @@ def _nvml(uuid: str | None) -> dict[str, Any]:
     except Exception:  # noqa: BLE001
         pass
     finally:
-        try:
+        with contextlib.suppress(Exception):
             pynvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001
-            pass
     return out
 
 
@@ -78,8 +81,15 @@ def run(ctx: Any) -> dict[str, Any]:
         pci = None
         if hasattr(props, "pci_bus_id"):
             pci = f"{getattr(props, 'pci_domain_id', 0):04x}:{props.pci_bus_id:02x}:{getattr(props, 'pci_device_id', 0):02x}"
-        data.update(device_type="cuda", device_index=idx, device_count=torch.cuda.device_count(),
-                    gpu_name=props.name, uuid=uuid, pci_bus_id=pci, nvml=_nvml(uuid))
+        data.update(
+            device_type="cuda",
+            device_index=idx,
+            device_count=torch.cuda.device_count(),
+            gpu_name=props.name,
+            uuid=uuid,
+            pci_bus_id=pci,
+            nvml=_nvml(uuid),
+        )
     return data
 
 
@@ -95,19 +105,37 @@ def _cpu_findings(per_rank: dict[int, dict[str, Any]]) -> list[Finding]:
             per_rank_threads = {per_rank[r]["threads"] for r in ranks}
             if per_rank_threads == {1}:
                 msg = f"{plural(len(ranks), 'rank')} on {host} share {plural(len(cores), 'core')}: fewer cores than ranks"
-                hint = f"Run at most one rank per core on this host (--nproc {len(cores)} or fewer)."
+                hint = (
+                    f"Run at most one rank per core on this host (--nproc {len(cores)} or fewer)."
+                )
             else:
-                msg = (f"{plural(len(ranks), 'rank')} on {host} run {threads} threads on {plural(len(cores), 'core')} "
-                       f"(OMP_NUM_THREADS={per_rank[ranks[0]].get('omp_num_threads') or 'unset'})")
+                msg = (
+                    f"{plural(len(ranks), 'rank')} on {host} run {threads} threads on {plural(len(cores), 'core')} "
+                    f"(OMP_NUM_THREADS={per_rank[ranks[0]].get('omp_num_threads') or 'unset'})"
+                )
                 hint = None
-            findings.append(get("cpu-oversubscribed").finding(msg, ranks, host=host, threads=threads,
-                                                               cores=len(cores), hint=hint))
-        pinned = [r for r in ranks if len(per_rank[r]["affinity"]) < (per_rank[r].get("cpu_count") or 0)]
-        overlap = [r for r in pinned for o in pinned
-                   if o != r and set(per_rank[r]["affinity"]) & set(per_rank[o]["affinity"])]
+            findings.append(
+                get("cpu-oversubscribed").finding(
+                    msg, ranks, host=host, threads=threads, cores=len(cores), hint=hint
+                )
+            )
+        pinned = [
+            r for r in ranks if len(per_rank[r]["affinity"]) < (per_rank[r].get("cpu_count") or 0)
+        ]
+        overlap = [
+            r
+            for r in pinned
+            for o in pinned
+            if o != r and set(per_rank[r]["affinity"]) & set(per_rank[o]["affinity"])
+        ]
         if overlap:
-            findings.append(get("cpu-affinity-overlap").finding(
-                f"ranks {fmt_ranks(overlap)} on {host} are pinned to overlapping cores", sorted(set(overlap)), host=host))
+            findings.append(
+                get("cpu-affinity-overlap").finding(
+                    f"ranks {fmt_ranks(overlap)} on {host} are pinned to overlapping cores",
+                    sorted(set(overlap)),
+                    host=host,
+                )
+            )
     return findings
 
 
@@ -119,19 +147,33 @@ def _gpu_findings(per_rank: dict[int, dict[str, Any]]) -> list[Finding]:
         owners[(d.get("host", "?"), str(key))].append(r)
     for (host, gpu), ranks in sorted(owners.items()):
         if len(ranks) > 1:
-            findings.append(get("shared-gpu").finding(
-                f"ranks {fmt_ranks(ranks)} on {host} all use GPU {gpu}", ranks, host=host, gpu=gpu))
+            findings.append(
+                get("shared-gpu").finding(
+                    f"ranks {fmt_ranks(ranks)} on {host} all use GPU {gpu}",
+                    ranks,
+                    host=host,
+                    gpu=gpu,
+                )
+            )
     for r, d in sorted(per_rank.items()):
         count = d.get("device_count") or 0
         if count > 1 and d.get("device_index") != d.get("local_rank") % count:
-            findings.append(get("local-rank-device-mismatch").finding(
-                f"rank {r} has LOCAL_RANK={d.get('local_rank')} but computes on cuda:{d.get('device_index')}",
-                [r], host=d.get("host")))
+            findings.append(
+                get("local-rank-device-mismatch").finding(
+                    f"rank {r} has LOCAL_RANK={d.get('local_rank')} but computes on cuda:{d.get('device_index')}",
+                    [r],
+                    host=d.get("host"),
+                )
+            )
         throttle = (d.get("nvml") or {}).get("throttle_reasons") or 0
         if throttle & 0x68:  # HW slowdown | HW thermal | HW power brake
-            findings.append(get("gpu-unhealthy").finding(
-                f"GPU {d.get('uuid')} on {d.get('host')} is throttled by hardware (reasons 0x{throttle:x})",
-                [r], host=d.get("host")))
+            findings.append(
+                get("gpu-unhealthy").finding(
+                    f"GPU {d.get('uuid')} on {d.get('host')} is throttled by hardware (reasons 0x{throttle:x})",
+                    [r],
+                    host=d.get("host"),
+                )
+            )
     by_host: dict[str, list[int]] = defaultdict(list)
     for r, d in per_rank.items():
         by_host[d.get("host", "?")].append(r)
@@ -141,8 +183,11 @@ def _gpu_findings(per_rank: dict[int, dict[str, Any]]) -> list[Finding]:
         count = per_rank[ranks[0]].get("device_count") or 0
         local = per_rank[ranks[0]].get("local_world_size") or len(ranks)
         if shared_view and count and local > count:
-            findings.append(get("more-ranks-than-gpus").finding(
-                f"{local} ranks per node on {host} but {count} GPU(s) visible", ranks, host=host))
+            findings.append(
+                get("more-ranks-than-gpus").finding(
+                    f"{local} ranks per node on {host} but {count} GPU(s) visible", ranks, host=host
+                )
+            )
     return findings
 
 
@@ -152,12 +197,16 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     gpu = [r for r, d in per_rank.items() if d.get("device_type") == "cuda"]
     if gpu:
         findings = _gpu_findings({r: per_rank[r] for r in gpu})
-        distinct = len({(d.get("host"), d.get("uuid") or d.get("device_index")) for d in per_rank.values()})
+        distinct = len(
+            {(d.get("host"), d.get("uuid") or d.get("device_index")) for d in per_rank.values()}
+        )
         summary = f"{plural(len(gpu), 'rank')} on {plural(distinct, 'distinct GPU')}"
     else:
         findings = _cpu_findings(per_rank)
         threads = sorted({d["threads"] for d in per_rank.values()})
         cores = max(len(d["affinity"]) for d in per_rank.values())
-        summary = (f"{plural(len(per_rank), 'rank')} on CPU, {'/'.join(map(str, threads))} thread(s) each, "
-                   f"{plural(cores, 'core')} per host")
+        summary = (
+            f"{plural(len(per_rank), 'rank')} on CPU, {'/'.join(map(str, threads))} thread(s) each, "
+            f"{plural(cores, 'core')} per host"
+        )
     return Judgement(summary=summary, findings=findings)

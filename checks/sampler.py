@@ -12,7 +12,7 @@ from typing import Any
 
 from ddpdoctor.model import Judgement, World
 from ddpdoctor.problems import get
-from ddpdoctor.ranks import fmt_ranks
+from ddpdoctor.ranks import ranks_txt
 
 ID = "sampler"
 TITLE = "DistributedSampler shards"
@@ -29,9 +29,13 @@ def run(ctx: Any) -> dict[str, Any]:
     from torch.utils.data.distributed import DistributedSampler
 
     dataset = range(DATASET_LEN)
-    rank = 0 if ctx.fault("sampler-rank") else ctx.rank  # self-test: a rank built with the wrong rank
+    rank = (
+        0 if ctx.fault("sampler-rank") else ctx.rank
+    )  # self-test: a rank built with the wrong rank
     seed = 1 if ctx.fault("sampler-seed") else 0  # self-test: a rank with its own seed
-    sampler = DistributedSampler(dataset, num_replicas=ctx.world_size, rank=rank, shuffle=True, seed=seed)
+    sampler = DistributedSampler(
+        dataset, num_replicas=ctx.world_size, rank=rank, shuffle=True, seed=seed
+    )
     epochs = {}
     perms = {}
     for epoch in (0, 1):
@@ -66,36 +70,61 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     common = Counter(digests.values()).most_common(1)[0][0]
     odd = sorted(r for r, v in digests.items() if v != common)
     if odd:
-        findings.append(get("permutation-disagrees").finding(
-            f"rank {fmt_ranks(odd)} shuffle with a different permutation than the others", odd))
+        findings.append(
+            get("permutation-disagrees").finding(
+                f"{ranks_txt(odd)} shuffle with a different permutation than the others", odd
+            )
+        )
 
     counts = Counter(i for s in shards.values() for i in s)
     extra = sum(c - 1 for c in counts.values() if c > 1)
     if extra > padding:
-        pairs = [(a, b, len(set(shards[a]) & set(shards[b]))) for a, b in combinations(sorted(shards), 2)]
+        pairs = [
+            (a, b, len(set(shards[a]) & set(shards[b]))) for a, b in combinations(sorted(shards), 2)
+        ]
         worst = sorted((p for p in pairs if p[2] > padding), key=lambda p: -p[2])[:3]
         same = [(a, b) for a, b in combinations(sorted(shards), 2) if shards[a] == shards[b]]
         detail = "; ".join(f"ranks {a},{b} share {k} samples" for a, b, k in worst)
         if same:
-            detail = "; ".join(f"ranks {a},{b} have identical shards (same rank given to both?)" for a, b in same)
+            detail = "; ".join(
+                f"ranks {a},{b} have identical shards (same rank given to both?)" for a, b in same
+            )
         ranks = sorted({r for a, b, _k in worst for r in (a, b)} | {r for p in same for r in p})
-        findings.append(get("shard-overlap").finding(
-            f"{extra - padding} samples are trained on by more than one rank: {detail}", ranks, overlap=extra - padding))
+        findings.append(
+            get("shard-overlap").finding(
+                f"{extra - padding} samples are trained on by more than one rank: {detail}",
+                ranks,
+                overlap=extra - padding,
+            )
+        )
     missing = n - len(counts)
     if missing > 0 and len(shards) >= replicas:  # coverage needs every rank's shard
-        findings.append(get("shard-incomplete").finding(
-            f"{missing} of {n} samples are on no rank's shard", sorted(shards), missing=missing))
+        findings.append(
+            get("shard-incomplete").finding(
+                f"{missing} of {n} samples are on no rank's shard", sorted(shards), missing=missing
+            )
+        )
 
     stale = sorted(r for r, d in per_rank.items() if not d.get("reshuffled"))
     if stale:
-        findings.append(get("set-epoch-no-effect").finding(
-            f"epoch 1 repeats epoch 0's order on rank {fmt_ranks(stale)} despite set_epoch(1)", stale))
+        findings.append(
+            get("set-epoch-no-effect").finding(
+                f"epoch 1 repeats epoch 0's order on {ranks_txt(stale)} despite set_epoch(1)", stale
+            )
+        )
     pad_txt = f" ({padding} padding duplicate{'s' if padding != 1 else ''})" if padding else ""
     if len(shards) < replicas:
         summary = f"{len(shards)} of {replicas} ranks' shards seen; coverage not judged"
         if findings:
             summary += ": shards are WRONG"
     else:
-        summary = (f"{n} samples over {replicas} ranks: "
-                   + (f"disjoint, complete{pad_txt}, set_epoch reshuffles" if not findings else "shards are WRONG"))
-    return Judgement(summary=summary, findings=findings, metrics={"padding": padding, "overlap": max(0, extra - padding)})
+        summary = f"{n} samples over {replicas} ranks: " + (
+            f"disjoint, complete{pad_txt}, set_epoch reshuffles"
+            if not findings
+            else "shards are WRONG"
+        )
+    return Judgement(
+        summary=summary,
+        findings=findings,
+        metrics={"padding": padding, "overlap": max(0, extra - padding)},
+    )

@@ -31,17 +31,26 @@ def expected_values(world_size: int, op: str) -> list[float]:
     out = []
     for k in range(PATTERN):
         vals = [((r + k) % PATTERN) + 1 for r in range(world_size)]
-        out.append({"sum": sum(vals), "max": max(vals), "min": min(vals), "avg": sum(vals) / world_size}[op])
+        out.append(
+            {"sum": sum(vals), "max": max(vals), "min": min(vals), "avg": sum(vals) / world_size}[
+                op
+            ]
+        )
     return out
 
 
 # --- on the ranks -----------------------------------------------------------------------------
 
+
 def _torch_op(op: str) -> Any:
     import torch.distributed as dist
 
-    return {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN,
-            "avg": dist.ReduceOp.AVG}[op]
+    return {
+        "sum": dist.ReduceOp.SUM,
+        "max": dist.ReduceOp.MAX,
+        "min": dist.ReduceOp.MIN,
+        "avg": dist.ReduceOp.AVG,
+    }[op]
 
 
 def _dtype(name: str) -> Any:
@@ -58,10 +67,15 @@ def check_values(ctx: Any, count: int, dtype: str, op: str, bias: bool = False) 
 
     idx = torch.arange(count, device=ctx.device)
     x = (((idx + ctx.rank) % PATTERN) + 1).to(_dtype(dtype))
-    ctx.wait(dist.all_reduce(x, op=_torch_op(op), group=ctx.group, async_op=True), "all_reduce (correctness)")
+    ctx.wait(
+        dist.all_reduce(x, op=_torch_op(op), group=ctx.group, async_op=True),
+        "all_reduce (correctness)",
+    )
     if bias:
         x += 1
-    exp = torch.tensor(expected_values(ctx.world_size, op), dtype=torch.float64, device=ctx.device)[idx % PATTERN]
+    exp = torch.tensor(expected_values(ctx.world_size, op), dtype=torch.float64, device=ctx.device)[
+        idx % PATTERN
+    ]
     tol = 0.0 if op != "avg" else 1e-2 * float(exp.abs().max())
     return int(((x.double() - exp).abs() > tol).sum().item())
 
@@ -77,7 +91,10 @@ def time_block(ctx: Any, count: int, dtype: str, op: str, iters: int, warmup: in
         ctx.wait(dist.all_reduce(x, op=rop, group=ctx.group, async_op=True), "all_reduce (warm-up)")
     if ctx.device.type == "cuda":
         torch.cuda.synchronize()
-        ctx.wait(dist.all_reduce(torch.zeros(1, device=ctx.device), group=ctx.group, async_op=True), "barrier")
+        ctx.wait(
+            dist.all_reduce(torch.zeros(1, device=ctx.device), group=ctx.group, async_op=True),
+            "barrier",
+        )
         torch.cuda.synchronize()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
@@ -94,8 +111,15 @@ def time_block(ctx: Any, count: int, dtype: str, op: str, iters: int, warmup: in
     return (time.perf_counter() - t0) / iters
 
 
-def measure(ctx: Any, nbytes: int, dtype: str = "float32", op: str = "sum", iters: int = 20,
-            warmup: int = 5, check: bool = True) -> dict[str, Any]:
+def measure(
+    ctx: Any,
+    nbytes: int,
+    dtype: str = "float32",
+    op: str = "sum",
+    iters: int = 20,
+    warmup: int = 5,
+    check: bool = True,
+) -> dict[str, Any]:
     """One size on this rank: its time per op and its wrong-element count."""
     count = count_for(nbytes, dtype)
     ctx.phase(f"all_reduce {human_bytes(count * DTYPE_BYTES[dtype])} (correctness)")
@@ -106,6 +130,7 @@ def measure(ctx: Any, nbytes: int, dtype: str = "float32", op: str = "sum", iter
 
 
 # --- summarising (pure) -----------------------------------------------------------------------
+
 
 @dataclass
 class Row:
@@ -138,12 +163,21 @@ def summarize(per_rank: dict[int, list[dict[str, Any]]], world_size: int) -> lis
         fastest = min(times, key=lambda r: times[r])
         t = times[slowest]
         algbw = first["bytes"] / t / 1e9 if t > 0 else 0.0
-        rows.append(Row(
-            bytes=first["bytes"], count=first["count"], time_us=t * 1e6, algbw_gbps=algbw,
-            busbw_gbps=algbw * bus_factor(world_size), wrong=sum(wrong.values()),
-            wrong_ranks=sorted(r for r, w in wrong.items() if w), slowest_rank=slowest, fastest_rank=fastest,
-            slowest_us=t * 1e6, fastest_us=times[fastest] * 1e6,
-        ))
+        rows.append(
+            Row(
+                bytes=first["bytes"],
+                count=first["count"],
+                time_us=t * 1e6,
+                algbw_gbps=algbw,
+                busbw_gbps=algbw * bus_factor(world_size),
+                wrong=sum(wrong.values()),
+                wrong_ranks=sorted(r for r, w in wrong.items() if w),
+                slowest_rank=slowest,
+                fastest_rank=fastest,
+                slowest_us=t * 1e6,
+                fastest_us=times[fastest] * 1e6,
+            )
+        )
     return rows
 
 

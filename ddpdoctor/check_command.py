@@ -80,7 +80,9 @@ def plan(args: CheckArgs) -> Plan:
     if not 1 <= nproc <= 1024:
         raise UsageError(f"--nproc must be between 1 and 1024, not {nproc}")
     if importlib.util.find_spec("torch") is None:
-        raise CannotRun("torch is not installed in this Python, so torchrun cannot start (pip install torch)")
+        raise CannotRun(
+            "torch is not installed in this Python, so torchrun cannot start (pip install torch)"
+        )
 
     if args.run_dir:
         run_dir = Path(args.run_dir)
@@ -97,14 +99,29 @@ def plan(args: CheckArgs) -> Plan:
     if port is None and not args.rdzv_endpoint:
         port = free_port()
     spec = LaunchSpec(
-        nproc=nproc, run_dir=run_dir, timeout=args.timeout, checks_count=len(checks) + 1, nnodes=args.nnodes,
-        node_rank=args.node_rank, master_addr=args.master_addr, master_port=port,
-        rdzv_endpoint=args.rdzv_endpoint, rdzv_id=args.rdzv_id, rdzv_backend=args.rdzv_backend,
+        nproc=nproc,
+        run_dir=run_dir,
+        timeout=args.timeout,
+        checks_count=len(checks) + 1,
+        nnodes=args.nnodes,
+        node_rank=args.node_rank,
+        master_addr=args.master_addr,
+        master_port=port,
+        rdzv_endpoint=args.rdzv_endpoint,
+        rdzv_id=args.rdzv_id,
+        rdzv_backend=args.rdzv_backend,
     )
     job = {
-        "checks": checks, "timeout": args.timeout, "backend": backend, "backend_reason": reason,
-        "nonce": secrets.token_hex(8), "managed": True, "nnodes": args.nnodes,
-        "world_size": nproc * args.nnodes, "master_port": port, "port_given": args.master_port is not None,
+        "checks": checks,
+        "timeout": args.timeout,
+        "backend": backend,
+        "backend_reason": reason,
+        "nonce": secrets.token_hex(8),
+        "managed": True,
+        "nnodes": args.nnodes,
+        "world_size": nproc * args.nnodes,
+        "master_port": port,
+        "port_given": args.master_port is not None,
     }
     return Plan(spec=spec, job=job, keep_run_dir=bool(args.run_dir))
 
@@ -113,26 +130,47 @@ def preflight(p: Plan) -> list[Any]:
     """Launch faults we can name before starting anything."""
     spec = p.spec
     problems = []
-    hosts_store = spec.node_rank in (None, 0) and spec.master_addr in LOCAL_ADDRS and not spec.rdzv_endpoint
+    hosts_store = (
+        spec.node_rank in (None, 0) and spec.master_addr in LOCAL_ADDRS and not spec.rdzv_endpoint
+    )
     if hosts_store and spec.master_port and port_busy(spec.master_port):
-        problems.append(get("port-in-use").finding(
-            f"--master-port {spec.master_port} is already in use on this host (another job or a stale "
-            f"process holds it); torchrun's store cannot listen there", [], port=spec.master_port))
+        problems.append(
+            get("port-in-use").finding(
+                f"--master-port {spec.master_port} is already in use on this host (another job or a stale "
+                f"process holds it); torchrun's store cannot listen there",
+                [],
+                port=spec.master_port,
+            )
+        )
     return problems
 
 
 def launcher_problems(outcome: LaunchOutcome, any_rank_started: bool) -> list[Any]:
     """Faults only the launcher's own output shows (it died before the workers reported)."""
-    if any_rank_started or outcome.verdict not in ("finished", "launch-failed") or outcome.returncode == 0:
+    if (
+        any_rank_started
+        or outcome.verdict not in ("finished", "launch-failed")
+        or outcome.returncode == 0
+    ):
         return []
     tail = outcome.launcher_tail
     lines = [ln for ln in tail.splitlines() if ln.strip()]
     if "address already in use" in tail.lower() or "EADDRINUSE" in tail:
-        return [get("port-in-use").finding("the launcher could not listen on the master port (address already in use)",
-                                           [], evidence=[ln for ln in lines if "in use" in ln.lower()][-3:])]
-    return [get("launch-failed").finding(
-        f"torchrun exited with code {outcome.returncode} before any rank started: "
-        f"{lines[-1] if lines else outcome.reason}", [], evidence=lines[-15:])]
+        return [
+            get("port-in-use").finding(
+                "the launcher could not listen on the master port (address already in use)",
+                [],
+                evidence=[ln for ln in lines if "in use" in ln.lower()][-3:],
+            )
+        ]
+    return [
+        get("launch-failed").finding(
+            f"torchrun exited with code {outcome.returncode} before any rank started: "
+            f"{lines[-1] if lines else outcome.reason}",
+            [],
+            evidence=lines[-15:],
+        )
+    ]
 
 
 def execute(p: Plan, on_tick: Any = None) -> Report:
@@ -165,15 +203,22 @@ def run(args: CheckArgs) -> int:
 
     p = plan(args)
     try:
-        with render.progress(enabled=args.json_path != "-", ascii_only=args.ascii_only,
-                             world_size=p.job["world_size"]) as tick:
+        with render.progress(
+            enabled=args.json_path != "-",
+            ascii_only=args.ascii_only,
+            world_size=p.job["world_size"],
+        ) as tick:
             report = execute(p, on_tick=tick)
         if args.json_path:
             schema.write(collect.to_json(report), args.json_path)
         if args.json_path != "-":
             keep = p.keep_run_dir or report.status != "pass"
-            render.report(report, verbose=args.verbose, ascii_only=args.ascii_only,
-                          run_dir=str(p.spec.run_dir) if keep else None)
+            render.report(
+                report,
+                verbose=args.verbose,
+                ascii_only=args.ascii_only,
+                run_dir=str(p.spec.run_dir) if keep else None,
+            )
         return exit_code(report, args.fail_on)
     finally:
         if not p.keep_run_dir and "report" in locals() and report.status == "pass":

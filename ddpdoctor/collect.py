@@ -31,7 +31,7 @@ from ddpdoctor.model import (
     status_from,
 )
 from ddpdoctor.problems import get
-from ddpdoctor.ranks import fmt_ranks
+from ddpdoctor.ranks import ranks_txt
 
 
 def signal_name(exitcode: int | None) -> str | None:
@@ -47,7 +47,9 @@ def signal_name(exitcode: int | None) -> str | None:
         return None
 
 
-def _entries(run_dir: Path) -> tuple[dict[int, dict[str, Any]], dict[str, dict[int, dict[str, Any]]]]:
+def _entries(
+    run_dir: Path,
+) -> tuple[dict[int, dict[str, Any]], dict[str, dict[int, dict[str, Any]]]]:
     """(rank docs, {check: {rank: entry}}) merged from local rank files and rank 0's gathered file."""
     docs = rundir.read_rank_files(run_dir)
     by_check: dict[str, dict[int, dict[str, Any]]] = {}
@@ -91,19 +93,25 @@ def _rank_states(
             term = doc["terminated"]
             st.state, st.signal = CRASHED, term.get("signal")
             st.failed_at = term.get("t")
-            st.detail = f"terminated by the launcher while in {term.get('check')} ({term.get('phase')})"
+            st.detail = (
+                f"terminated by the launcher while in {term.get('check')} ({term.get('phase')})"
+            )
         elif rank in hung and beat:
             st.state = HUNG
             # a stopped process stops its alive ticks too: that is when it stopped responding
             last = beat.get("t_alive") if rank in stopped else beat.get("t_phase")
             st.failed_at = last or killed_at
             how = "; the process was stopped (SIGSTOP or a debugger)" if rank in stopped else ""
-            st.detail = (f"stopped responding in {beat.get('check')} ({beat.get('phase')}) "
-                         f"{killed_at - st.failed_at:.1f} s before the verdict{how}")
+            st.detail = (
+                f"stopped responding in {beat.get('check')} ({beat.get('phase')}) "
+                f"{killed_at - st.failed_at:.1f} s before the verdict{how}"
+            )
         elif rank in killed and beat:
             st.state = OK
-            st.detail = (f"alive, waiting in {beat.get('check')} ({beat.get('phase')}) when ddpdoctor "
-                         f"ended the run")
+            st.detail = (
+                f"alive, waiting in {beat.get('check')} ({beat.get('phase')}) when ddpdoctor "
+                f"ended the run"
+            )
         elif not beat and not doc:
             st.state = MISSING
             st.failed_at = getattr(outcome, "started_at", None)
@@ -134,19 +142,69 @@ def _rank_finding(st: RankState, waited: list[int]) -> Finding:
     if st.state == HUNG:
         msg = f"rank {st.rank} ({where}) {st.detail}"
         if waited:
-            msg += f"; rank {fmt_ranks(waited)} waited for it"
+            msg += f"; {ranks_txt(waited)} waited for it"
         return get("rank-hung").finding(msg, [st.rank], host=st.host, phase=st.phase)
     if st.state == MISSING:
         msg = f"rank {st.rank} {st.detail}"
         if waited:
-            msg += f"; rank {fmt_ranks(waited)} waited for it"
+            msg += f"; {ranks_txt(waited)} waited for it"
         return get("rank-missing").finding(msg, [st.rank], host=st.host)
     level = Level.WARN if st.signal == "SIGTERM" else Level.FAIL
-    return get("rank-crashed").finding(f"rank {st.rank} ({where}) crashed: {st.detail}", [st.rank],
-                                       level=level, host=st.host, exitcode=st.exitcode, signal=st.signal)
+    return get("rank-crashed").finding(
+        f"rank {st.rank} ({where}) crashed: {st.detail}",
+        [st.rank],
+        level=level,
+        host=st.host,
+        exitcode=st.exitcode,
+        signal=st.signal,
+    )
 
 
 _PEER_LOST = re.compile(r"connection (reset|closed|refused)|broken pipe|peer|socket closed", re.I)
+
+
+# Errors whose words say more than "a check raised": (pattern, problem symbol, what it means).
+KNOWN_ERRORS = [
+    (
+        re.compile(
+            r"ifa != nullptr|unable to find address for|no such device|failed to find interface",
+            re.I,
+        ),
+        "socket-ifname-missing",
+        "the network interface named by GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME does not exist",
+    ),
+    (
+        re.compile(r"address already in use|EADDRINUSE", re.I),
+        "port-in-use",
+        "the master port is already taken",
+    ),
+    (_PEER_LOST, "peer-lost", "a peer went away mid-collective"),
+]
+
+
+def _error_findings(errors: dict[int, dict[str, Any]]) -> list[Finding]:
+    """One finding per distinct error, naming every rank that hit it; known errors get their
+    diagnosis instead of a generic 'check crashed'."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for r, e in sorted(errors.items()):
+        groups.setdefault((_first_sentence(e.get("error") or ""), str(e.get("phase"))), []).append(
+            r
+        )
+    out = []
+    for (text, phase), ranks in groups.items():
+        who = f"{ranks_txt(ranks)}"
+        known = next(((sym, meaning) for rx, sym, meaning in KNOWN_ERRORS if rx.search(text)), None)
+        if known:
+            out.append(get(known[0]).finding(f"{who}: {known[1]} in {phase} ({text})", ranks))
+        else:
+            out.append(
+                get("check-crashed").finding(
+                    f"{who}: {text} (in {phase})",
+                    ranks,
+                    traceback=errors[ranks[0]].get("traceback", ""),
+                )
+            )
+    return out
 
 
 def _first_sentence(text: str, limit: int = 160) -> str:
@@ -176,35 +234,50 @@ def _judge_check(cid: str, entries: dict[int, dict[str, Any]], world: World) -> 
             j = mod.judge(ok, world)
             findings, summary, metrics = list(j.findings), j.summary, j.metrics
         except Exception as exc:  # noqa: BLE001 - a crashing judge is a result too
-            findings.append(get("check-crashed").finding(f"judging {cid} failed: {type(exc).__name__}: {exc}", []))
+            findings.append(
+                get("check-crashed").finding(
+                    f"judging {cid} failed: {type(exc).__name__}: {exc}", []
+                )
+            )
     timeouts = sorted(r for r, e in entries.items() if e.get("status") == TIMEOUT)
     errors = sorted(r for r, e in entries.items() if e.get("status") == ERROR)
-    for r in errors:
-        e = entries[r]
-        if _PEER_LOST.search(e.get("error") or ""):
-            findings.append(get("peer-lost").finding(
-                f"rank {r} lost its peer in {e.get('phase')}: {_first_sentence(e.get('error') or '')}", [r]))
-            continue
-        findings.append(get("check-crashed").finding(
-            f"rank {r}: {_first_sentence(e.get('error') or '')} (in {e.get('phase')})", [r],
-            traceback=e.get("traceback", "")))
+    findings += _error_findings({r: entries[r] for r in errors})
     if timeouts:
         phases = sorted({str(entries[r].get("phase")) for r in timeouts})
-        findings.append(get("collective-timeout").finding(
-            f"rank {fmt_ranks(timeouts)} timed out in {', '.join(phases)}", timeouts))
+        findings.append(
+            get("collective-timeout").finding(
+                f"{ranks_txt(timeouts)} timed out in {', '.join(phases)}", timeouts
+            )
+        )
     if not ok:
-        summary = (f"rank {fmt_ranks(timeouts)} timed out" if timeouts else f"failed on rank {fmt_ranks(errors)}")
+        summary = (
+            f"{ranks_txt(timeouts)} timed out" if timeouts else f"failed on {ranks_txt(errors)}"
+        )
     status = TIMEOUT if timeouts else ERROR if errors and not ok else status_from(findings)
     if errors and ok and status not in (TIMEOUT,):
         status = ERROR
     durations = [e.get("duration_s") or 0.0 for e in entries.values()]
-    return CheckResult(cid, title, status, summary, findings,
-                       ranks={r: _public(e.get("data") or {}) | {"status": e.get("status")} for r, e in entries.items()},
-                       duration_s=max(durations) if durations else None, metrics=metrics)
+    return CheckResult(
+        cid,
+        title,
+        status,
+        summary,
+        findings,
+        ranks={
+            r: _public(e.get("data") or {}) | {"status": e.get("status")}
+            for r, e in entries.items()
+        },
+        duration_s=max(durations) if durations else None,
+        metrics=metrics,
+    )
 
 
-def assemble(run_dir: Path, spec: dict[str, Any], outcome: Any = None,
-             launch_problems: list[Finding] | None = None) -> Report:
+def assemble(
+    run_dir: Path,
+    spec: dict[str, Any],
+    outcome: Any = None,
+    launch_problems: list[Finding] | None = None,
+) -> Report:
     """Build the report from whatever the run left behind. `launch_problems` are faults found
     before or by the launcher itself (a busy port, torchrun dying): they go in the first row."""
     docs, by_check = _entries(run_dir)
@@ -212,8 +285,12 @@ def assemble(run_dir: Path, spec: dict[str, Any], outcome: Any = None,
     world_size = int(spec.get("world_size") or 0) or max([*docs, *beats, -1]) + 1 or 1
     states = _rank_states(world_size, docs, beats, outcome)
     hosts = {s.rank: s.host for s in states if s.host}
-    world = World(world_size=world_size, backend=spec.get("backend", "gloo"), nnodes=int(spec.get("nnodes") or 1),
-                  hosts=hosts)
+    world = World(
+        world_size=world_size,
+        backend=spec.get("backend", "gloo"),
+        nnodes=int(spec.get("nnodes") or 1),
+        hosts=hosts,
+    )
     root = _root_cause(states)
     failed = {s.rank: s for s in states if s.state != OK}
 
@@ -227,7 +304,7 @@ def assemble(run_dir: Path, spec: dict[str, Any], outcome: Any = None,
             result = _judge_check(cid, entries, world)
             missing = sorted(r for r in range(world_size) if r not in entries)
             if missing and result.status != SKIP:
-                result.summary += f" (rank {fmt_ranks(missing)} did not report)"
+                result.summary += f" ({ranks_txt(missing)} did not report)"
         checks.append(result)
 
     _place_rank_findings(checks, failed, by_check)
@@ -251,14 +328,28 @@ def assemble(run_dir: Path, spec: dict[str, Any], outcome: Any = None,
         duration_s=round(duration, 3),
         checks=checks,
         ranks=states,
-        root_cause=None if root is None else {
-            "rank": root.rank, "state": root.state, "check": root.last_check, "host": root.host,
-            "message": _short(root)},
-        launch={k: v for k, v in {
-            "command": spec.get("command"), "run_dir": str(run_dir), "started_at": started,
-            "verdict": getattr(outcome, "verdict", None), "returncode": getattr(outcome, "returncode", None),
-            "master_port": spec.get("master_port"), "launcher_tail": getattr(outcome, "launcher_tail", None),
-        }.items() if v is not None},
+        root_cause=None
+        if root is None
+        else {
+            "rank": root.rank,
+            "state": root.state,
+            "check": root.last_check,
+            "host": root.host,
+            "message": _short(root),
+        },
+        launch={
+            k: v
+            for k, v in {
+                "command": spec.get("command"),
+                "run_dir": str(run_dir),
+                "started_at": started,
+                "verdict": getattr(outcome, "verdict", None),
+                "returncode": getattr(outcome, "returncode", None),
+                "master_port": spec.get("master_port"),
+                "launcher_tail": getattr(outcome, "launcher_tail", None),
+            }.items()
+            if v is not None
+        },
         hosts=_hosts(states),
     )
 
@@ -269,8 +360,11 @@ def _short(st: RankState | None) -> str:
     return f"rank {st.rank} {st.state}" + (f" — {st.detail}" if st.detail else "")
 
 
-def _place_rank_findings(checks: list[CheckResult], failed: dict[int, RankState],
-                         by_check: dict[str, dict[int, dict[str, Any]]]) -> None:
+def _place_rank_findings(
+    checks: list[CheckResult],
+    failed: dict[int, RankState],
+    by_check: dict[str, dict[int, dict[str, Any]]],
+) -> None:
     """Each failed rank becomes a finding in the row of the check it was in when it failed."""
     if not failed or not checks:
         return
@@ -280,7 +374,9 @@ def _place_rank_findings(checks: list[CheckResult], failed: dict[int, RankState]
         if st.state == MISSING:
             target = index.get("process_group") or checks[0]
         entries = by_check.get(target.id, {})
-        waited = sorted(r for r, e in entries.items() if r != rank and e.get("status") in (TIMEOUT, ERROR))
+        waited = sorted(
+            r for r, e in entries.items() if r != rank and e.get("status") in (TIMEOUT, ERROR)
+        )
         finding = _rank_finding(st, waited)
         target.findings.insert(0, finding)
         if target.status in ("pass", "warn", SKIP):
@@ -326,10 +422,15 @@ def counts(report: Report) -> dict[str, int]:
 
 def from_json(doc: dict[str, Any]) -> Report:
     return Report(
-        status=doc["status"], world_size=doc["world_size"], nnodes=doc["nnodes"], backend=doc["backend"],
-        backend_reason=doc.get("backend_reason", ""), duration_s=doc["duration_s"],
+        status=doc["status"],
+        world_size=doc["world_size"],
+        nnodes=doc["nnodes"],
+        backend=doc["backend"],
+        backend_reason=doc.get("backend_reason", ""),
+        duration_s=doc["duration_s"],
         checks=[CheckResult.from_json(c) for c in doc["checks"]],
-        ranks=[RankState.from_json(r) for r in doc["ranks"]], root_cause=doc.get("root_cause"),
-        launch=doc.get("launch") or {}, hosts=doc.get("hosts") or [],
+        ranks=[RankState.from_json(r) for r in doc["ranks"]],
+        root_cause=doc.get("root_cause"),
+        launch=doc.get("launch") or {},
+        hosts=doc.get("hosts") or [],
     )
-

@@ -43,7 +43,9 @@ def visible_gpus() -> tuple[int, str]:
         source = "NVML"
     env = _visible_from_env()
     if env is not None and physical:
-        return min(env, physical), f"{source}, CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']}"
+        return min(
+            env, physical
+        ), f"{source}, CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']}"
     return physical, source
 
 

@@ -65,7 +65,9 @@ class LaunchOutcome:
     command: list[str]
     killed_at: float | None = None
     hung_ranks: list[int] = field(default_factory=list)
-    killed_ranks: list[int] = field(default_factory=list)  # alive when the verdict came: we ended them
+    killed_ranks: list[int] = field(
+        default_factory=list
+    )  # alive when the verdict came: we ended them
     stopped_ranks: list[int] = field(default_factory=list)
     exitcodes: dict[int, int] = field(default_factory=dict)
     pids: dict[int, int] = field(default_factory=dict)
@@ -90,20 +92,47 @@ def port_busy(port: int, host: str = "") -> bool:
 
 
 def torchrun_command(spec: LaunchSpec) -> list[str]:
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(spec.nproc),
-           "--max-restarts", "0", "--monitor-interval", "0.1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node",
+        str(spec.nproc),
+        "--max-restarts",
+        "0",
+        "--monitor-interval",
+        "0.1",
+    ]
     if spec.rdzv_endpoint:
-        cmd += ["--nnodes", str(spec.nnodes), "--rdzv-backend", spec.rdzv_backend or "c10d",
-                "--rdzv-endpoint", spec.rdzv_endpoint, "--rdzv-id", spec.rdzv_id or "ddpdoctor"]
+        cmd += [
+            "--nnodes",
+            str(spec.nnodes),
+            "--rdzv-backend",
+            spec.rdzv_backend or "c10d",
+            "--rdzv-endpoint",
+            spec.rdzv_endpoint,
+            "--rdzv-id",
+            spec.rdzv_id or "ddpdoctor",
+        ]
         if spec.node_rank is not None:
             cmd += ["--node-rank", str(spec.node_rank)]
     else:
-        cmd += ["--nnodes", str(spec.nnodes), "--node-rank", str(spec.node_rank or 0),
-                "--master-addr", spec.master_addr or "127.0.0.1", "--master-port", str(spec.master_port)]
+        cmd += [
+            "--nnodes",
+            str(spec.nnodes),
+            "--node-rank",
+            str(spec.node_rank or 0),
+            "--master-addr",
+            spec.master_addr or "127.0.0.1",
+            "--master-port",
+            str(spec.master_port),
+        ]
     return [*cmd, "-m", spec.module, str(spec.run_dir), *spec.worker_args]
 
 
-_FAILURE = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\)")
+_FAILURE = re.compile(
+    r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\)"
+)
 
 
 def parse_exitcodes(log: str) -> dict[int, int]:
@@ -181,7 +210,9 @@ def _tail(path: Path, limit: int = 4000) -> str:
     return data[-limit:].decode("utf-8", errors="replace")
 
 
-def run(spec: LaunchSpec, on_tick: Callable[[dict[int, dict[str, Any]], float], None] | None = None) -> LaunchOutcome:
+def run(
+    spec: LaunchSpec, on_tick: Callable[[dict[int, dict[str, Any]], float], None] | None = None
+) -> LaunchOutcome:
     """Start torchrun, watch the heartbeats, end it at the verdict. Never leaves a process behind."""
     cmd = torchrun_command(spec)
     env = {**os.environ, **spec.env}
@@ -189,8 +220,14 @@ def run(spec: LaunchSpec, on_tick: Callable[[dict[int, dict[str, Any]], float], 
     log_path = spec.run_dir / rundir.LAUNCHER_LOG
     with open(log_path, "wb") as log:
         try:
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    env=env, start_new_session=True)
+            proc = subprocess.Popen(
+                cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+            )
         except OSError as exc:
             return LaunchOutcome(None, "launch-failed", started, 0.0, cmd, reason=str(exc))
     workers = _Workers(proc.pid)
@@ -211,12 +248,20 @@ def run(spec: LaunchSpec, on_tick: Callable[[dict[int, dict[str, Any]], float], 
                 continue
             finished_any = any(b.get("finished") for b in beats.values())
 
-            def idle(r: int) -> float:
+            def idle(r: int, beats: dict[int, dict[str, Any]] = beats, now: float = now) -> float:
                 b = beats.get(r)
                 return now - (b["t_phase"] if b else started)
 
-            stuck = [r for r in unfinished if idle(r) > (spec.timeout + spec.grace_s if r in beats
-                                                         else max(spec.startup_s, spec.timeout + spec.grace_s))]
+            stuck = [
+                r
+                for r in unfinished
+                if idle(r)
+                > (
+                    spec.timeout + spec.grace_s
+                    if r in beats
+                    else max(spec.startup_s, spec.timeout + spec.grace_s)
+                )
+            ]
             if finished_any:  # the others are done: whoever is still not moving is stuck
                 stuck += [r for r in unfinished if r not in stuck and idle(r) > spec.grace_s]
             if stuck:
@@ -224,7 +269,11 @@ def run(spec: LaunchSpec, on_tick: Callable[[dict[int, dict[str, Any]], float], 
                 reason = f"rank {','.join(map(str, hung))} made no progress"
                 break
             if now - started > spec.deadline_s:
-                verdict, hung, reason = "deadline", sorted(unfinished), f"the run passed its {spec.deadline_s:.0f} s bound"
+                verdict, hung, reason = (
+                    "deadline",
+                    sorted(unfinished),
+                    f"the run passed its {spec.deadline_s:.0f} s bound",
+                )
                 break
     except KeyboardInterrupt:
         verdict, reason = "interrupted", "interrupted by the user"
@@ -242,8 +291,17 @@ def run(spec: LaunchSpec, on_tick: Callable[[dict[int, dict[str, Any]], float], 
             _kill_all(proc, workers.scan(rundir.read_beats(spec.run_dir)))
     tail = _tail(log_path)
     return LaunchOutcome(
-        returncode=proc.returncode, verdict=verdict, started_at=started, duration_s=time.time() - started,
-        command=cmd, killed_at=killed_at, hung_ranks=hung if verdict != "finished" else [],
-        stopped_ranks=stopped, killed_ranks=killed, exitcodes=parse_exitcodes(_tail(log_path, 200_000)),
-        pids={r: p.pid for r, p in procs.items()}, launcher_tail=tail, reason=reason,
+        returncode=proc.returncode,
+        verdict=verdict,
+        started_at=started,
+        duration_s=time.time() - started,
+        command=cmd,
+        killed_at=killed_at,
+        hung_ranks=hung if verdict != "finished" else [],
+        stopped_ranks=stopped,
+        killed_ranks=killed,
+        exitcodes=parse_exitcodes(_tail(log_path, 200_000)),
+        pids={r: p.pid for r, p in procs.items()},
+        launcher_tail=tail,
+        reason=reason,
     )

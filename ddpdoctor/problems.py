@@ -233,9 +233,14 @@ _TABLE = [
         "A collective runs at the speed of the slowest rank.",
         "Check that host for CPU/GPU contention, throttling or a slower link.",
     ),
-    Problem("DDP405", "peer-lost", _F, "A rank lost the connection to a peer",
-            "A collective failed because a peer went away mid-operation; this is a consequence, not the cause.",
-            "Look at the rank reported as crashed, hung or missing: it is the root cause."),
+    Problem(
+        "DDP405",
+        "peer-lost",
+        _F,
+        "A rank lost the connection to a peer",
+        "A collective failed because a peer went away mid-operation; this is a consequence, not the cause.",
+        "Look at the rank reported as crashed, hung or missing: it is the root cause.",
+    ),
     # sampler -----------------------------------------------------------------------------------
     Problem(
         "DDP501",

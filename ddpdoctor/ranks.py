@@ -15,7 +15,9 @@ def fmt_ranks(ranks: Iterable[int]) -> str:
         j = i
         while j + 1 < len(rs) and rs[j + 1] == rs[j] + 1:
             j += 1
-        parts.append(str(rs[i]) if i == j else f"{rs[i]}-{rs[j]}" if j > i + 1 else f"{rs[i]},{rs[j]}")
+        parts.append(
+            str(rs[i]) if i == j else f"{rs[i]}-{rs[j]}" if j > i + 1 else f"{rs[i]},{rs[j]}"
+        )
         i = j + 1
     return ",".join(parts)
 
@@ -41,3 +43,9 @@ def spread(values: Mapping[int, object], hosts: Mapping[int, str] | None = None)
         host_txt = f" on {','.join(where)}" if where else ""
         parts.append(f"{value}{host_txt} (rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)})")
     return "; ".join(parts)
+
+
+def ranks_txt(ranks: Iterable[int]) -> str:
+    """'rank 3' or 'ranks 0,2,3'."""
+    rs = set(ranks)
+    return f"{'rank' if len(rs) == 1 else 'ranks'} {fmt_ranks(rs)}"

@@ -36,9 +36,17 @@ LEVEL_MARKS = {"fail": ("✗", "x", "red"), "warn": ("!", "!", "yellow"), "info"
 STATE_STYLE = {"ok": "green", "crashed": "red", "hung": "red", "missing": "red"}
 
 
-def make_console(ascii_only: bool = False, stderr: bool = False, width: int | None = None) -> Console:
-    return Console(stderr=stderr, no_color=ascii_only, highlight=False, width=width,
-                   emoji=False, safe_box=ascii_only)
+def make_console(
+    ascii_only: bool = False, stderr: bool = False, width: int | None = None
+) -> Console:
+    return Console(
+        stderr=stderr,
+        no_color=ascii_only,
+        highlight=False,
+        width=width,
+        emoji=False,
+        safe_box=ascii_only,
+    )
 
 
 def _mark(table: dict[str, tuple[str, str, str]], key: str, ascii_only: bool) -> str:
@@ -47,23 +55,35 @@ def _mark(table: dict[str, tuple[str, str, str]], key: str, ascii_only: bool) ->
     return f"[{style}]\\[{mark}][/]" if style else f"\\[{mark}]"
 
 
-def report(rep: Report, verbose: bool = False, ascii_only: bool = False, run_dir: str | None = None,
-           console: Console | None = None) -> None:
+def report(
+    rep: Report,
+    verbose: bool = False,
+    ascii_only: bool = False,
+    run_dir: str | None = None,
+    console: Console | None = None,
+) -> None:
     """The flutter-doctor style report: a row per check, findings with their fix, a count."""
-    from ddpdoctor.ranks import fmt_ranks, plural
+    from ddpdoctor.ranks import plural, ranks_txt
 
     con = console or make_console(ascii_only)
     hosts = len({s.host for s in rep.ranks if s.host}) or 1
-    con.print(f"[bold]ddpdoctor check[/] · {rep.backend} ({escape(rep.backend_reason)}) · "
-              f"{plural(rep.world_size, 'rank')} on {plural(hosts, 'host')} · {rep.duration_s:.1f} s")
+    con.print(
+        f"[bold]ddpdoctor check[/] · {rep.backend} ({escape(rep.backend_reason)}) · "
+        f"{plural(rep.world_size, 'rank')} on {plural(hosts, 'host')} · {rep.duration_s:.1f} s"
+    )
     con.print()
     for c in rep.checks:
-        con.print(f"{_mark(MARKS, c.status, ascii_only)} [bold]{escape(c.title)}[/] — {escape(c.summary)}")
+        con.print(
+            f"{_mark(MARKS, c.status, ascii_only)} [bold]{escape(c.title)}[/] — {escape(c.summary)}"
+        )
         for f in c.findings:
             named = f.message.startswith(("rank ", "ranks "))
-            who = f" [dim](rank {fmt_ranks(f.ranks)})[/]" if f.ranks and not named else ""
-            con.print(f"    {_mark(LEVEL_MARKS, f.level.word, ascii_only)} [bold]{f.code}[/] "
-                      f"{escape(f.message)}{who}", soft_wrap=False)
+            who = f" [dim]({ranks_txt(f.ranks)})[/]" if f.ranks and not named else ""
+            con.print(
+                f"    {_mark(LEVEL_MARKS, f.level.word, ascii_only)} [bold]{f.code}[/] "
+                f"{escape(f.message)}{who}",
+                soft_wrap=False,
+            )
             if f.hint:
                 arrow = "->" if ascii_only else "→"
                 con.print(f"        [dim]{arrow} {escape(f.hint)}[/]")
@@ -80,9 +100,11 @@ def report(rep: Report, verbose: bool = False, ascii_only: bool = False, run_dir
         counts[f.level.word] += 1
     bad = {"pass": "green", "warn": "yellow"}.get(rep.status, "red")
     word = {"pass": "No problems", "warn": "Warnings only", "fail": "Problems found"}[rep.status]
-    con.print(f"[{bad} bold]{word}[/]: {plural(counts['fail'], 'failure')}, {plural(counts['warn'], 'warning')}, "
-              f"{plural(counts['info'], 'note')} in {plural(len(rep.checks), 'check')} "
-              f"({rep.duration_s:.1f} s).")
+    con.print(
+        f"[{bad} bold]{word}[/]: {plural(counts['fail'], 'failure')}, {plural(counts['warn'], 'warning')}, "
+        f"{plural(counts['info'], 'note')} in {plural(len(rep.checks), 'check')} "
+        f"({rep.duration_s:.1f} s)."
+    )
     if run_dir:
         con.print(f"[dim]Rank files and logs: {run_dir}[/]")
 
@@ -92,10 +114,20 @@ def _verbose(rep: Report, con: Console) -> None:
     for col in ("rank", "local", "host", "pid", "device", "state", "last check", "exit", "detail"):
         table.add_column(col, overflow="fold")
     for s in rep.ranks:
-        exit_txt = "" if s.exitcode is None else f"{s.exitcode}" + (f" ({s.signal})" if s.signal else "")
-        table.add_row(str(s.rank), "" if s.local_rank is None else str(s.local_rank), s.host or "?",
-                      str(s.pid or ""), s.device or "", f"[{STATE_STYLE.get(s.state, '')}]{s.state}[/]",
-                      s.last_check or "", exit_txt, escape(s.detail))
+        exit_txt = (
+            "" if s.exitcode is None else f"{s.exitcode}" + (f" ({s.signal})" if s.signal else "")
+        )
+        table.add_row(
+            str(s.rank),
+            "" if s.local_rank is None else str(s.local_rank),
+            s.host or "?",
+            str(s.pid or ""),
+            s.device or "",
+            f"[{STATE_STYLE.get(s.state, '')}]{s.state}[/]",
+            s.last_check or "",
+            exit_txt,
+            escape(s.detail),
+        )
     con.print()
     con.print(table)
     cmd = rep.launch.get("command")
@@ -126,10 +158,14 @@ class progress:
     def tick(self, beats: dict[int, dict[str, Any]], elapsed: float) -> None:
         if not self.live:
             return
-        lines = [f"[bold]ddpdoctor check[/] · {elapsed:4.1f} s · {len(beats)}/{self.world_size} ranks reporting"]
+        lines = [
+            f"[bold]ddpdoctor check[/] · {elapsed:4.1f} s · {len(beats)}/{self.world_size} ranks reporting"
+        ]
         for r in sorted(beats)[:16]:
             b = beats[r]
-            state = "done" if b.get("finished") else f"{b.get('check') or 'starting'}: {b.get('phase')}"
+            state = (
+                "done" if b.get("finished") else f"{b.get('check') or 'starting'}: {b.get('phase')}"
+            )
             lines.append(f"  rank {r:>3}  {escape(str(state))}")
         self.live.update(Text.from_markup("\n".join(lines)))
 

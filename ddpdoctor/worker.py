@@ -102,8 +102,14 @@ class Recorder:
     def terminated(self, signame: str) -> None:
         """The launcher is tearing us down (another rank failed): say so, keep what we have."""
         self._stop.set()
-        self.set(terminated={"signal": signame, "t": time.time(), "check": self.beat.get("check"),
-                             "phase": self.beat.get("phase")})
+        self.set(
+            terminated={
+                "signal": signame,
+                "t": time.time(),
+                "check": self.beat.get("check"),
+                "phase": self.beat.get("phase"),
+            }
+        )
 
 
 def _identity() -> dict[str, Any]:
@@ -128,8 +134,10 @@ def _identity() -> dict[str, Any]:
 def _default_run_dir() -> Path:
     """Ranks of one job on one node must agree on the folder without talking: key it on what
     the launcher gave them all."""
-    key = os.environ.get("TORCHELASTIC_RUN_ID") or os.environ.get("SLURM_JOB_ID") or os.environ.get(
-        "MASTER_PORT", "local"
+    key = (
+        os.environ.get("TORCHELASTIC_RUN_ID")
+        or os.environ.get("SLURM_JOB_ID")
+        or os.environ.get("MASTER_PORT", "local")
     )
     return Path(os.environ.get("TMPDIR", "/tmp")) / f"ddpdoctor-{key}"
 
@@ -148,7 +156,9 @@ def _load_spec(run_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
 
         gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
         backend = "nccl" if gpus else "gloo"
-        reason = f"auto: {gpus} GPU(s) visible to torch" if gpus else "auto: no GPU visible to torch"
+        reason = (
+            f"auto: {gpus} GPU(s) visible to torch" if gpus else "auto: no GPU visible to torch"
+        )
     return {
         "checks": checks,
         "timeout": args.timeout,
@@ -234,7 +244,11 @@ def _exchange(
         gathered = rundir.read_json(rec.run_dir / rundir.GATHERED) or {}
         gathered[cid] = {str(e["rank"]): e for e in everyone if isinstance(e, dict)}
         rundir.write_json(rec.run_dir / rundir.GATHERED, gathered)
-    bad = sorted(e["rank"] for e in everyone if isinstance(e, dict) and e.get("status") in ("error", "timeout"))
+    bad = sorted(
+        e["rank"]
+        for e in everyone
+        if isinstance(e, dict) and e.get("status") in ("error", "timeout")
+    )
     if bad and not broken and cid != "env":
         mod = registry.load(cid)
         if getattr(mod, "COLLECTIVE", False):
@@ -244,12 +258,16 @@ def _exchange(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ddpdoctor.worker", description=__doc__)
-    parser.add_argument("run_dir", nargs="?", help="folder for rank files (default: derived from the job id)")
+    parser.add_argument(
+        "run_dir", nargs="?", help="folder for rank files (default: derived from the job id)"
+    )
     parser.add_argument("--only", default=None)
     parser.add_argument("--skip", default=None)
     parser.add_argument("--backend", default="auto", choices=("auto", "nccl", "gloo"))
     parser.add_argument("--timeout", type=float, default=30.0)
-    parser.add_argument("--json", dest="json_path", default=None, help="rank 0 writes the report here")
+    parser.add_argument(
+        "--json", dest="json_path", default=None, help="rank 0 writes the report here"
+    )
     parser.add_argument("--ascii", action="store_true")
     args = parser.parse_args(argv)
 
@@ -276,7 +294,11 @@ def main(argv: list[str] | None = None) -> int:
         local_world_size=ident["local_world_size"],
         backend=spec["backend"],
         timeout=float(spec["timeout"]),
-        options={**spec.get("options", {}), "nonce": spec.get("nonce", ""), "launched": ident["launched"]},
+        options={
+            **spec.get("options", {}),
+            "nonce": spec.get("nonce", ""),
+            "launched": ident["launched"],
+        },
         faults=faults_from_env(),
         phase=lambda p: rec.phase(rec.beat.get("check"), p),
     )

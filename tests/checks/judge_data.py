@@ -15,9 +15,22 @@ def env_rank(rank: int, world: int = 2, host: str = "node-a") -> dict[str, Any]:
         "pid": 1000 + rank,
         "launched": True,
         "nonce": "abc",
-        "vars": {"MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500", "RANK": str(rank), "WORLD_SIZE": str(world),
-                 "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(world), "OMP_NUM_THREADS": "1"},
-        "versions": {"torch": "2.13.0", "python": "3.11.7", "cuda": None, "nccl": None, "ddpdoctor": "0.1.0"},
+        "vars": {
+            "MASTER_ADDR": "10.0.0.1",
+            "MASTER_PORT": "29500",
+            "RANK": str(rank),
+            "WORLD_SIZE": str(world),
+            "LOCAL_RANK": str(rank),
+            "LOCAL_WORLD_SIZE": str(world),
+            "OMP_NUM_THREADS": "1",
+        },
+        "versions": {
+            "torch": "2.13.0",
+            "python": "3.11.7",
+            "cuda": None,
+            "nccl": None,
+            "ddpdoctor": "0.1.0",
+        },
         "interfaces": ["lo", "eth0"],
     }
 

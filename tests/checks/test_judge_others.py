@@ -6,13 +6,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from judge_data import codes, world
-
 from ddpdoctor.checks import allreduce, gradscaler, process_group, rank_device, sampler
+from judge_data import codes, world
 
 
 def pg_rank(r: int, barrier_ms: float = 0.3) -> dict[str, Any]:
-    return {"backend": "gloo", "world_size": 2, "rank": r, "init_s": 0.02, "barrier_ms": barrier_ms, "device": "cpu"}
+    return {
+        "backend": "gloo",
+        "world_size": 2,
+        "rank": r,
+        "init_s": 0.02,
+        "barrier_ms": barrier_ms,
+        "device": "cpu",
+    }
 
 
 def test_process_group_healthy_and_slow_barrier() -> None:
@@ -22,15 +28,40 @@ def test_process_group_healthy_and_slow_barrier() -> None:
     assert j.findings[0].ranks == [1]
 
 
-def cpu_rank(r: int, threads: int = 1, affinity: tuple[int, ...] = (0, 1), host: str = "node-a") -> dict[str, Any]:
-    return {"host": host, "local_rank": r, "local_world_size": 2, "cuda_visible_devices": None, "cpu_count": 2,
-            "affinity": list(affinity), "threads": threads, "omp_num_threads": str(threads), "device_type": "cpu"}
+def cpu_rank(
+    r: int, threads: int = 1, affinity: tuple[int, ...] = (0, 1), host: str = "node-a"
+) -> dict[str, Any]:
+    return {
+        "host": host,
+        "local_rank": r,
+        "local_world_size": 2,
+        "cuda_visible_devices": None,
+        "cpu_count": 2,
+        "affinity": list(affinity),
+        "threads": threads,
+        "omp_num_threads": str(threads),
+        "device_type": "cpu",
+    }
 
 
-def gpu_rank(r: int, index: int, uuid: str, count: int = 8, lws: int = 8, cvd: str | None = None) -> dict[str, Any]:
-    return {"host": "node-a", "local_rank": r, "local_world_size": lws, "cuda_visible_devices": cvd, "cpu_count": 64,
-            "affinity": list(range(64)), "threads": 1, "device_type": "cuda", "device_index": index,
-            "device_count": count, "uuid": uuid, "pci_bus_id": f"0000:{index:02x}:00", "nvml": {}}
+def gpu_rank(
+    r: int, index: int, uuid: str, count: int = 8, lws: int = 8, cvd: str | None = None
+) -> dict[str, Any]:
+    return {
+        "host": "node-a",
+        "local_rank": r,
+        "local_world_size": lws,
+        "cuda_visible_devices": cvd,
+        "cpu_count": 64,
+        "affinity": list(range(64)),
+        "threads": 1,
+        "device_type": "cuda",
+        "device_index": index,
+        "device_count": count,
+        "uuid": uuid,
+        "pci_bus_id": f"0000:{index:02x}:00",
+        "nvml": {},
+    }
 
 
 def test_cpu_oversubscription_and_overlapping_pins() -> None:
@@ -48,7 +79,7 @@ def test_two_ranks_on_one_gpu() -> None:
     j = rank_device.judge(data, world(backend="nccl"))
     assert codes(j) == ["DDP301", "DDP302"]
     assert j.findings[0].ranks == [0, 1]
-    assert "rank 1 has LOCAL_RANK=1 but computes on cuda:0" == j.findings[1].message
+    assert j.findings[1].message == "rank 1 has LOCAL_RANK=1 but computes on cuda:0"
 
 
 def test_per_rank_visible_devices_is_not_a_mismatch() -> None:
@@ -78,9 +109,16 @@ def test_allreduce_below_floor() -> None:
     assert j.metrics["busbw_gbps"] == (4 << 20) / 2.0 / 1e9  # slowest rank's time, × 2(n-1)/n = 1
 
 
-def shard(r: int, n: int = 10, world_size: int = 2, indices: list[int] | None = None, **kw: Any) -> dict[str, Any]:
-    base = {"dataset_len": n, "num_replicas": world_size, "perm_digest": "p0", "reshuffled": True,
-            "_epoch0": indices if indices is not None else list(range(r, n, world_size))}
+def shard(
+    r: int, n: int = 10, world_size: int = 2, indices: list[int] | None = None, **kw: Any
+) -> dict[str, Any]:
+    base = {
+        "dataset_len": n,
+        "num_replicas": world_size,
+        "perm_digest": "p0",
+        "reshuffled": True,
+        "_epoch0": indices if indices is not None else list(range(r, n, world_size)),
+    }
     return base | kw
 
 
@@ -110,7 +148,10 @@ def test_sampler_partial_world_does_not_claim_incomplete() -> None:
 
 
 def scaler_rank(scales: list[float], skipped: list[bool], params: str = "p") -> dict[str, Any]:
-    steps = [{"scale": s, "growth_tracker": 0, "skipped": k, "params": params} for s, k in zip(scales, skipped)]
+    steps = [
+        {"scale": s, "growth_tracker": 0, "skipped": k, "params": params}
+        for s, k in zip(scales, skipped, strict=True)
+    ]
     return {"supported": True, "dtype": "bfloat16", "inf_step": 2, "inf_rank": 1, "steps": steps}
 
 
@@ -125,7 +166,7 @@ def test_gradscaler_divergence() -> None:
     j = gradscaler.judge({0: ok, 1: bad}, world())
     assert codes(j) == ["DDP601", "DDP602", "DDP603"]
     assert j.findings[1].ranks == [1]
-    assert "after step 2 the scale is 1024 on rank 0, 2048 on rank 1" == j.findings[0].message
+    assert j.findings[0].message == "after step 2 the scale is 1024 on rank 0, 2048 on rank 1"
 
 
 def test_gradscaler_unsupported() -> None:

@@ -24,5 +24,9 @@ def broken2(tmp_path_factory: pytest.TempPathFactory) -> Run:
     rank 0's rank, applies an inf gradient after sync; every rank runs 2 threads on 2 cores and
     has NCCL_P2P_DISABLE=1 exported."""
     faults = "allreduce-bias@1;sampler-rank@1;gradscaler-local-inf@1"
-    return run_check(tmp_path_factory.mktemp("b2") / "run", "--nproc", "2",
-                     env={"DDPDOCTOR_FAULT": faults, "OMP_NUM_THREADS": "2", "NCCL_P2P_DISABLE": "1"})
+    return run_check(
+        tmp_path_factory.mktemp("b2") / "run",
+        "--nproc",
+        "2",
+        env={"DDPDOCTOR_FAULT": faults, "OMP_NUM_THREADS": "2", "NCCL_P2P_DISABLE": "1"},
+    )

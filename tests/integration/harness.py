@@ -39,8 +39,17 @@ class Run:
 
 
 def command(run_dir: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "ddpdoctor", "check", "--run-dir", str(run_dir), "--json",
-            str(run_dir.parent / f"{run_dir.name}.json"), *args]
+    return [
+        sys.executable,
+        "-m",
+        "ddpdoctor",
+        "check",
+        "--run-dir",
+        str(run_dir),
+        "--json",
+        str(run_dir.parent / f"{run_dir.name}.json"),
+        *args,
+    ]
 
 
 def _env(extra: dict[str, str] | None) -> dict[str, str]:
@@ -49,29 +58,50 @@ def _env(extra: dict[str, str] | None) -> dict[str, str]:
     return env
 
 
-def finish(proc: subprocess.Popen, run_dir: Path, t0: float, signalled_at: float | None = None,
-           timeout: float = 240) -> Run:
+def finish(
+    proc: subprocess.Popen,
+    run_dir: Path,
+    t0: float,
+    signalled_at: float | None = None,
+    timeout: float = 240,
+) -> Run:
     out, err = proc.communicate(timeout=timeout)
     path = run_dir.parent / f"{run_dir.name}.json"
     report = json.loads(path.read_text()) if path.exists() else None
     return Run(proc.returncode, out, err, report, run_dir, time.monotonic() - t0, signalled_at)
 
 
-def run_check(run_dir: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 240) -> Run:
+def run_check(
+    run_dir: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 240
+) -> Run:
     t0 = time.monotonic()
-    proc = subprocess.Popen(command(run_dir, *args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_env(env))
+    proc = subprocess.Popen(
+        command(run_dir, *args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(env),
+    )
     return finish(proc, run_dir, t0, timeout=timeout)
 
 
-def start_check(run_dir: Path, *args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, float]:
+def start_check(
+    run_dir: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen, float]:
     t0 = time.monotonic()
-    proc = subprocess.Popen(command(run_dir, *args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_env(env))
+    proc = subprocess.Popen(
+        command(run_dir, *args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(env),
+    )
     return proc, t0
 
 
-def wait_for_check(run_dir: Path, rank: int, check: str, proc: subprocess.Popen, limit: float = 60) -> int:
+def wait_for_check(
+    run_dir: Path, rank: int, check: str, proc: subprocess.Popen, limit: float = 60
+) -> int:
     """The pid of `rank` once its heartbeat says it is inside `check`."""
     deadline = time.monotonic() + limit
     beat = run_dir / f"rank-{rank}.beat"

@@ -62,8 +62,14 @@ def test_real_faults_fail_the_right_checks(broken2: Run) -> None:
     assert rep["status"] == "fail"
     jsonschema.validate(rep, schema.schema_for("report"))
     status = {c["id"]: c["status"] for c in rep["checks"]}
-    assert status == {"env": "warn", "process_group": "pass", "rank_device": "warn", "allreduce": "fail",
-                      "sampler": "fail", "gradscaler": "fail"}
+    assert status == {
+        "env": "warn",
+        "process_group": "pass",
+        "rank_device": "warn",
+        "allreduce": "fail",
+        "sampler": "fail",
+        "gradscaler": "fail",
+    }
     assert broken2.codes("env") == ["DDP106"]
     assert broken2.codes("rank_device") == ["DDP304"]
     assert broken2.codes("allreduce") == ["DDP401"]
