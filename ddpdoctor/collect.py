@@ -63,8 +63,23 @@ def _entries(
     return docs, by_check
 
 
+def _remote_view(by_check: dict[str, dict[int, dict[str, Any]]], order: list[str]) -> dict[int, dict[str, Any]]:
+    """What rank 0's exchanges tell about each rank: its host/pid (from env) and the last check
+    it reported. This is all we know of ranks on other nodes, or under the user's launcher."""
+    view: dict[int, dict[str, Any]] = {}
+    for cid in order:
+        for r, entry in by_check.get(cid, {}).items():
+            v = view.setdefault(r, {})
+            v["last_check"] = cid
+            data = entry.get("data") or {}
+            if cid == "env":
+                v["host"], v["pid"] = data.get("host"), data.get("pid")
+    return view
+
+
 def _rank_states(
-    world_size: int, docs: dict[int, dict[str, Any]], beats: dict[int, dict[str, Any]], outcome: Any
+    world_size: int, docs: dict[int, dict[str, Any]], beats: dict[int, dict[str, Any]], outcome: Any,
+    remote: dict[int, dict[str, Any]] | None = None, last_check: str | None = None,
 ) -> list[RankState]:
     states = []
     hung = set(getattr(outcome, "hung_ranks", ()) or ())
@@ -73,9 +88,13 @@ def _rank_states(
     exitcodes: dict[int, int] = dict(getattr(outcome, "exitcodes", {}) or {})
     pids: dict[int, int] = dict(getattr(outcome, "pids", {}) or {})
     killed_at = getattr(outcome, "killed_at", None) or time.time()
-    known = set(range(world_size)) | set(docs) | set(beats)
+    remote = remote or {}
+    known = set(range(world_size)) if world_size else set(docs) | set(beats) | set(remote)
     for rank in sorted(known):
         doc, beat = docs.get(rank, {}), beats.get(rank, {})
+        if not doc and not beat and rank in remote:
+            states.append(_remote_state(rank, remote[rank], last_check))
+            continue
         st = RankState(
             rank=rank,
             local_rank=doc.get("local_rank"),
@@ -127,6 +146,16 @@ def _rank_states(
             st.detail = f"{why} in {st.last_check} ({st.phase})"
         states.append(st)
     return states
+
+
+def _remote_state(rank: int, seen: dict[str, Any], last_check: str | None) -> RankState:
+    st = RankState(rank=rank, host=seen.get("host"), pid=seen.get("pid"), last_check=seen.get("last_check"))
+    if seen.get("last_check") == last_check:
+        st.state, st.detail = OK, "reported every check through rank 0"
+    else:
+        st.state = CRASHED
+        st.detail = f"stopped reporting after {seen.get('last_check')} (see the output on {st.host or 'its node'})"
+    return st
 
 
 def _root_cause(states: list[RankState]) -> RankState | None:
@@ -282,8 +311,10 @@ def assemble(
     before or by the launcher itself (a busy port, torchrun dying): they go in the first row."""
     docs, by_check = _entries(run_dir)
     beats = rundir.read_beats(run_dir)
-    world_size = int(spec.get("world_size") or 0) or max([*docs, *beats, -1]) + 1 or 1
-    states = _rank_states(world_size, docs, beats, outcome)
+    world_size = int(spec.get("world_size") or 0)
+    order = list(spec["checks"])
+    states = _rank_states(world_size, docs, beats, outcome, _remote_view(by_check, order), order[-1] if order else None)
+    world_size = world_size or len(states) or 1
     hosts = {s.rank: s.host for s in states if s.host}
     world = World(
         world_size=world_size,

@@ -166,7 +166,8 @@ def _load_spec(run_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
         "backend_reason": reason,
         "nonce": os.environ.get("TORCHELASTIC_RUN_ID", ""),
         "managed": False,
-        "nnodes": None,
+        "nnodes": int(os.environ.get("GROUP_WORLD_SIZE") or 0) or None,
+        "world_size": int(os.environ.get("WORLD_SIZE", "1") or 1),
     }
 
 
@@ -279,6 +280,11 @@ def main(argv: list[str] | None = None) -> int:
     if managed:
         _redirect_output(run_dir, ident["rank"])
 
+    if not managed:  # a folder reused from an earlier run of the same job id: drop its files
+        for stale in (rundir.rank_file(run_dir, ident["rank"]), rundir.beat_file(run_dir, ident["rank"])):
+            stale.unlink(missing_ok=True)
+        if ident["rank"] == 0:
+            (run_dir / rundir.GATHERED).unlink(missing_ok=True)
     rec = Recorder(run_dir, ident["rank"], ident["local_rank"])
 
     def on_term(signum: int, _frame: Any) -> None:
@@ -325,6 +331,12 @@ def _report_standalone(run_dir: Path, spec: dict[str, Any], args: argparse.Names
     """Rank 0 under the user's own launcher: wait briefly for local peers, then print the report."""
     from ddpdoctor import collect, render, schema
 
+    deadline = time.monotonic() + 5.0  # local peers write their last beat right after the exchange
+    while time.monotonic() < deadline:
+        beats = rundir.read_beats(run_dir)
+        if all(b.get("finished") for b in beats.values()):
+            break
+        time.sleep(0.05)
     report = collect.assemble(run_dir, spec, outcome=None)
     if args.json_path:
         schema.write(collect.to_json(report), args.json_path)
