@@ -63,7 +63,9 @@ def _entries(
     return docs, by_check
 
 
-def _remote_view(by_check: dict[str, dict[int, dict[str, Any]]], order: list[str]) -> dict[int, dict[str, Any]]:
+def _remote_view(
+    by_check: dict[str, dict[int, dict[str, Any]]], order: list[str]
+) -> dict[int, dict[str, Any]]:
     """What rank 0's exchanges tell about each rank: its host/pid (from env) and the last check
     it reported. This is all we know of ranks on other nodes, or under the user's launcher."""
     view: dict[int, dict[str, Any]] = {}
@@ -78,8 +80,12 @@ def _remote_view(by_check: dict[str, dict[int, dict[str, Any]]], order: list[str
 
 
 def _rank_states(
-    world_size: int, docs: dict[int, dict[str, Any]], beats: dict[int, dict[str, Any]], outcome: Any,
-    remote: dict[int, dict[str, Any]] | None = None, last_check: str | None = None,
+    world_size: int,
+    docs: dict[int, dict[str, Any]],
+    beats: dict[int, dict[str, Any]],
+    outcome: Any,
+    remote: dict[int, dict[str, Any]] | None = None,
+    last_check: str | None = None,
 ) -> list[RankState]:
     states = []
     hung = set(getattr(outcome, "hung_ranks", ()) or ())
@@ -149,7 +155,9 @@ def _rank_states(
 
 
 def _remote_state(rank: int, seen: dict[str, Any], last_check: str | None) -> RankState:
-    st = RankState(rank=rank, host=seen.get("host"), pid=seen.get("pid"), last_check=seen.get("last_check"))
+    st = RankState(
+        rank=rank, host=seen.get("host"), pid=seen.get("pid"), last_check=seen.get("last_check")
+    )
     if seen.get("last_check") == last_check:
         st.state, st.detail = OK, "reported every check through rank 0"
     else:
@@ -313,7 +321,14 @@ def assemble(
     beats = rundir.read_beats(run_dir)
     world_size = int(spec.get("world_size") or 0)
     order = list(spec["checks"])
-    states = _rank_states(world_size, docs, beats, outcome, _remote_view(by_check, order), order[-1] if order else None)
+    states = _rank_states(
+        world_size,
+        docs,
+        beats,
+        outcome,
+        _remote_view(by_check, order),
+        order[-1] if order else None,
+    )
     world_size = world_size or len(states) or 1
     hosts = {s.rank: s.host for s in states if s.host}
     world = World(

@@ -49,6 +49,35 @@ def make_console(
     )
 
 
+ASCII = str.maketrans(
+    {
+        "—": "-",
+        "·": "|",
+        "↔": "<->",
+        "→": "->",
+        "…": "...",
+        "✓": "+",
+        "✗": "x",
+        "×": "x",
+        "⏱": "T",
+        "•": "*",
+        "≥": ">=",
+        "≤": "<=",
+    }
+)
+
+
+class _Out:
+    """Prints through one console; in ASCII mode every line is transliterated, so logs and
+    tickets that mangle UTF-8 still read right."""
+
+    def __init__(self, con: Console, ascii_only: bool) -> None:
+        self.con, self.ascii_only = con, ascii_only
+
+    def __call__(self, text: str = "", **kw: Any) -> None:
+        self.con.print(text.translate(ASCII) if self.ascii_only else text, **kw)
+
+
 def _mark(table: dict[str, tuple[str, str, str]], key: str, ascii_only: bool) -> str:
     uni, asc, style = table.get(key, ("?", "?", ""))
     mark = asc if ascii_only else uni
@@ -66,51 +95,56 @@ def report(
     from ddpdoctor.ranks import plural, ranks_txt
 
     con = console or make_console(ascii_only)
+    out = _Out(con, ascii_only)
     hosts = len({s.host for s in rep.ranks if s.host}) or 1
-    con.print(
+    out(
         f"[bold]ddpdoctor check[/] · {rep.backend} ({escape(rep.backend_reason)}) · "
         f"{plural(rep.world_size, 'rank')} on {plural(hosts, 'host')} · {rep.duration_s:.1f} s"
     )
-    con.print()
+    out()
     for c in rep.checks:
-        con.print(
+        out(
             f"{_mark(MARKS, c.status, ascii_only)} [bold]{escape(c.title)}[/] — {escape(c.summary)}"
         )
         for f in c.findings:
             named = f.message.startswith(("rank ", "ranks "))
             who = f" [dim]({ranks_txt(f.ranks)})[/]" if f.ranks and not named else ""
-            con.print(
+            out(
                 f"    {_mark(LEVEL_MARKS, f.level.word, ascii_only)} [bold]{f.code}[/] "
                 f"{escape(f.message)}{who}",
                 soft_wrap=False,
             )
             if f.hint:
                 arrow = "->" if ascii_only else "→"
-                con.print(f"        [dim]{arrow} {escape(f.hint)}[/]")
+                out(f"        [dim]{arrow} {escape(f.hint)}[/]")
         if verbose and c.duration_s is not None:
-            con.print(f"        [dim]took {c.duration_s:.2f} s[/]")
+            out(f"        [dim]took {c.duration_s:.2f} s[/]")
     if rep.root_cause:
-        con.print()
-        con.print(f"[bold red]Root cause:[/] {escape(rep.root_cause['message'])}")
+        out()
+        out(f"[bold red]Root cause:[/] {escape(rep.root_cause['message'])}")
     if verbose:
-        _verbose(rep, con)
-    con.print()
+        _verbose(rep, con, out)
+    out()
     counts = {"fail": 0, "warn": 0, "info": 0}
     for f in rep.findings():
         counts[f.level.word] += 1
     bad = {"pass": "green", "warn": "yellow"}.get(rep.status, "red")
     word = {"pass": "No problems", "warn": "Warnings only", "fail": "Problems found"}[rep.status]
-    con.print(
+    out(
         f"[{bad} bold]{word}[/]: {plural(counts['fail'], 'failure')}, {plural(counts['warn'], 'warning')}, "
         f"{plural(counts['info'], 'note')} in {plural(len(rep.checks), 'check')} "
         f"({rep.duration_s:.1f} s)."
     )
     if run_dir:
-        con.print(f"[dim]Rank files and logs: {run_dir}[/]")
+        out(f"[dim]Rank files and logs: {run_dir}[/]")
 
 
-def _verbose(rep: Report, con: Console) -> None:
-    table = Table(title="Ranks", title_justify="left")
+def _verbose(rep: Report, con: Console, out: _Out) -> None:
+    from rich import box
+
+    table = Table(
+        title="Ranks", title_justify="left", box=box.ASCII if out.ascii_only else box.HEAVY_HEAD
+    )
     for col in ("rank", "local", "host", "pid", "device", "state", "last check", "exit", "detail"):
         table.add_column(col, overflow="fold")
     for s in rep.ranks:
@@ -128,13 +162,13 @@ def _verbose(rep: Report, con: Console) -> None:
             exit_txt,
             escape(s.detail),
         )
-    con.print()
+    out()
     con.print(table)
     cmd = rep.launch.get("command")
     if cmd:
         import shlex
 
-        con.print(f"[dim]torchrun command:[/] {escape(shlex.join(cmd))}", soft_wrap=True)
+        out(f"[dim]torchrun command:[/] {escape(shlex.join(cmd))}", soft_wrap=True)
 
 
 class progress:

@@ -281,7 +281,10 @@ def main(argv: list[str] | None = None) -> int:
         _redirect_output(run_dir, ident["rank"])
 
     if not managed:  # a folder reused from an earlier run of the same job id: drop its files
-        for stale in (rundir.rank_file(run_dir, ident["rank"]), rundir.beat_file(run_dir, ident["rank"])):
+        for stale in (
+            rundir.rank_file(run_dir, ident["rank"]),
+            rundir.beat_file(run_dir, ident["rank"]),
+        ):
             stale.unlink(missing_ok=True)
         if ident["rank"] == 0:
             (run_dir / rundir.GATHERED).unlink(missing_ok=True)

@@ -19,8 +19,12 @@ pytestmark = pytest.mark.slow
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("DDPDOCTOR_FAULT", "MASTER_ADDR", "MASTER_PORT",
-                                                            "RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in ("DDPDOCTOR_FAULT", "MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK")
+    }
     env["TMPDIR"] = os.environ.get("TMPDIR", "/tmp")
     return env
 
@@ -28,11 +32,30 @@ def _env() -> dict[str, str]:
 def test_under_users_torchrun(tmp_path: Path) -> None:
     out = tmp_path / "report.json"
     env = _env() | {"TMPDIR": str(tmp_path)}
-    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                        "-m", "ddpdoctor.worker", "--json", str(out), "--timeout", "20"],
-                       capture_output=True, text=True, timeout=180, env=env)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "-m",
+            "ddpdoctor.worker",
+            "--json",
+            str(out),
+            "--timeout",
+            "20",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "No problems" in r.stdout and "[✓] GradScaler + DDP" in r.stdout  # rank 0 prints the report
+    assert (
+        "No problems" in r.stdout and "[✓] GradScaler + DDP" in r.stdout
+    )  # rank 0 prints the report
     rep = json.loads(out.read_text())
     jsonschema.validate(rep, schema.schema_for("report"))
     assert rep["status"] == "pass" and rep["world_size"] == 2
@@ -42,8 +65,22 @@ def test_under_users_torchrun(tmp_path: Path) -> None:
 
 def test_plain_python_without_launcher(tmp_path: Path) -> None:
     out = tmp_path / "report.json"
-    r = subprocess.run([sys.executable, "-m", "ddpdoctor.worker", str(tmp_path / "run"), "--json", str(out),
-                        "--timeout", "5"], capture_output=True, text=True, timeout=120, env=_env())
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ddpdoctor.worker",
+            str(tmp_path / "run"),
+            "--json",
+            str(out),
+            "--timeout",
+            "5",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(),
+    )
     assert r.returncode == 1, r.stdout + r.stderr
     rep = json.loads(out.read_text())
     env_check = rep["checks"][0]
@@ -51,4 +88,7 @@ def test_plain_python_without_launcher(tmp_path: Path) -> None:
     assert "not started by torchrun" in env_check["findings"][0]["message"]
     pg = rep["checks"][1]
     assert pg["status"] == "error"
-    assert "MASTER_ADDR" in pg["findings"][0]["message"] or "environment variable" in pg["findings"][0]["message"]
+    assert (
+        "MASTER_ADDR" in pg["findings"][0]["message"]
+        or "environment variable" in pg["findings"][0]["message"]
+    )

@@ -1,0 +1,113 @@
+"""The report renderer against golden text (fixed width, colour off), and the JSON document's
+round trip. The report here is built by hand so the golden file covers every status mark."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import jsonschema
+import pytest
+from rich.console import Console
+
+from ddpdoctor import collect, render, schema
+from ddpdoctor.model import CheckResult, RankState, Report
+from ddpdoctor.problems import get
+
+GOLDEN = Path(__file__).parent.parent / "fixtures" / "render"
+
+
+def sample_report() -> Report:
+    hung = get("rank-hung").finding(
+        "rank 1 (node-a, pid 4242) stopped responding in allreduce (all_reduce 1 MiB (timing)) 12.1 s before "
+        "the verdict; ranks 0,2,3 waited for it",
+        [1],
+        host="node-a",
+    )
+    checks = [
+        CheckResult("env", "Environment", "pass", "4 ranks on 1 host, torch 2.13.0, python 3.11.7"),
+        CheckResult(
+            "rank_device",
+            "Rank ↔ device",
+            "warn",
+            "4 ranks on CPU, 2 thread(s) each, 2 cores per host",
+            [
+                get("cpu-oversubscribed").finding(
+                    "4 ranks on node-a run 8 threads on 2 cores", [0, 1, 2, 3]
+                )
+            ],
+        ),
+        CheckResult("allreduce", "all_reduce", "timeout", "rank 0,2,3 timed out", [hung]),
+        CheckResult(
+            "gradscaler", "GradScaler + DDP", "skip", "skipped: allreduce failed on rank 0,2,3"
+        ),
+    ]
+    ranks = [
+        RankState(
+            rank=r,
+            local_rank=r,
+            host="node-a",
+            pid=4240 + r,
+            device="cpu",
+            state="ok",
+            last_check="allreduce",
+        )
+        for r in range(4)
+    ]
+    ranks[1].state, ranks[1].detail = "hung", "stopped responding in allreduce"
+    return Report(
+        status="fail",
+        world_size=4,
+        nnodes=1,
+        backend="gloo",
+        backend_reason="auto: no GPU visible",
+        duration_s=17.25,
+        checks=checks,
+        ranks=ranks,
+        root_cause={
+            "rank": 1,
+            "state": "hung",
+            "check": "allreduce",
+            "host": "node-a",
+            "message": "rank 1 hung — stopped responding in allreduce",
+        },
+        launch={"command": ["python", "-m", "torch.distributed.run", "--nproc-per-node", "4"]},
+    )
+
+
+def rendered(ascii_only: bool, verbose: bool = False) -> str:
+    buf = io.StringIO()
+    con = Console(
+        file=buf, width=100, color_system=None, force_terminal=False, emoji=False, highlight=False
+    )
+    render.report(sample_report(), verbose=verbose, ascii_only=ascii_only, console=con)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("name,ascii_only", [("report.txt", False), ("report-ascii.txt", True)])
+def test_golden(name: str, ascii_only: bool) -> None:
+    text = rendered(ascii_only)
+    path = GOLDEN / name
+    if os.environ.get("DDPDOCTOR_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text()
+
+
+def test_ascii_output_is_ascii() -> None:
+    assert rendered(True).isascii()
+    assert not rendered(False).isascii()
+
+
+def test_verbose_shows_ranks_and_command() -> None:
+    text = rendered(False, verbose=True)
+    assert "torchrun command: python -m torch.distributed.run --nproc-per-node 4" in text
+    assert "hung" in text and "4241" in text
+
+
+def test_json_round_trip_and_schema() -> None:
+    doc = collect.to_json(sample_report())
+    jsonschema.validate(doc, schema.schema_for("report"))
+    assert collect.to_json(collect.from_json(doc)) == doc
+    assert doc["checks"][2]["findings"][0]["rank"] == 1
+    assert doc["counts"] == {"fail": 1, "warn": 1, "info": 0}
