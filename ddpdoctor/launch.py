@@ -24,6 +24,7 @@ from typing import Any
 from ddpdoctor import rundir
 
 POLL_S = 0.1
+FINISHED_GRACE_S = 0.5  # after every rank reported finished, how long torchrun may take to exit
 
 
 @dataclass
@@ -233,6 +234,7 @@ def run(
     workers = _Workers(proc.pid)
     verdict, reason, hung, stopped, killed, procs = "finished", "", [], [], [], {}
     killed_at = None
+    done_at: float | None = None
     expected = set(range(spec.nproc)) if spec.nnodes == 1 else None
     try:
         while proc.poll() is None:
@@ -245,6 +247,10 @@ def run(
             local = expected if expected is not None else set(procs) | set(beats)
             unfinished = {r for r in local if not beats.get(r, {}).get("finished")}
             if not unfinished:
+                # every rank is done and has said so: torchrun's own teardown adds nothing
+                done_at = done_at or now
+                if now - done_at > FINISHED_GRACE_S:
+                    break
                 continue
             finished_any = any(b.get("finished") for b in beats.values())
 

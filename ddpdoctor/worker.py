@@ -186,9 +186,25 @@ def _short_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first[0] if first else ''}"[:500]
 
 
+def _warm_up_dynamo() -> None:
+    """DDP's constructor imports torch._dynamo (about a second of CPU). Import it on a side
+    thread while the main thread waits on its peers in the earlier checks."""
+
+    def load() -> None:
+        try:
+            import torch  # noqa: F401  (the main thread has imported it or is about to)
+            import torch._dynamo  # noqa: F401
+        except Exception:  # noqa: BLE001 - the gradscaler check will import it for real
+            pass
+
+    threading.Thread(target=load, name="ddpdoctor-warmup", daemon=True).start()
+
+
 def run_checks(ctx: RankContext, rec: Recorder, spec: dict[str, Any]) -> None:
     """The check loop. A failing check is a result, not an abort (flutter doctor)."""
     selected: list[str] = list(spec["checks"])
+    if "gradscaler" in selected:
+        _warm_up_dynamo()
     order = [c for c in registry.all_ids() if c in selected or c == "process_group"]
     broken: str | None = None  # why later collective checks are skipped, agreed on every rank
     can_gather = False
@@ -313,9 +329,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     run_checks(ctx, rec, spec)
     rec.finish()
+    if managed:
+        # Everything is on disk and exchanged: skip the slow interpreter and torch teardown.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     _shutdown(ctx)
-
-    if not managed and ctx.rank == 0:
+    if ctx.rank == 0:
         return _report_standalone(run_dir, spec, args)
     return 0
 
