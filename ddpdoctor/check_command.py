@@ -53,8 +53,11 @@ class Plan:
     keep_run_dir: bool
 
 
-def plan(args: CheckArgs) -> Plan:
-    """Every usage error is raised here, before anything is started."""
+def plan(args: CheckArgs, job_checks: list[str] | None = None, options: dict[str, Any] | None = None,
+         steps: int | None = None) -> Plan:
+    """Every usage error is raised here, before anything is started. `job_checks` replaces the check
+    selection for commands that run another job through the same launcher (bench-allreduce);
+    `steps` bounds the run's length in collective steps (default: one per check)."""
     if args.backend not in BACKENDS:
         raise UsageError(f"--backend must be one of {', '.join(BACKENDS)}, not {args.backend!r}")
     if args.fail_on not in FAIL_ON:
@@ -69,7 +72,7 @@ def plan(args: CheckArgs) -> Plan:
         raise UsageError(f"--master-port must be in 1..65535, not {args.master_port}")
     if args.rdzv_backend not in (None, "c10d", "static", "etcd", "etcd-v2"):
         raise UsageError(f"--rdzv-backend must be c10d or static, not {args.rdzv_backend!r}")
-    checks = registry.select(args.only, args.skip)
+    checks = job_checks if job_checks is not None else registry.select(args.only, args.skip)
     schema.check_writable(args.json_path)
 
     count, source = gpus.visible_gpus()
@@ -102,7 +105,7 @@ def plan(args: CheckArgs) -> Plan:
         nproc=nproc,
         run_dir=run_dir,
         timeout=args.timeout,
-        checks_count=len(checks) + 1,
+        checks_count=steps or len(checks) + 1,
         nnodes=args.nnodes,
         node_rank=args.node_rank,
         master_addr=args.master_addr,
@@ -122,6 +125,7 @@ def plan(args: CheckArgs) -> Plan:
         "world_size": nproc * args.nnodes,
         "master_port": port,
         "port_given": args.master_port is not None,
+        "options": options or {},
     }
     return Plan(spec=spec, job=job, keep_run_dir=bool(args.run_dir))
 

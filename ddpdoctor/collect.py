@@ -336,6 +336,7 @@ def assemble(
         backend=spec.get("backend", "gloo"),
         nnodes=int(spec.get("nnodes") or 1),
         hosts=hosts,
+        options=spec.get("options") or {},
     )
     root = _root_cause(states)
     failed = {s.rank: s for s in states if s.state != OK}

@@ -197,3 +197,4 @@ class World:
     backend: str = "gloo"
     nnodes: int = 1
     hosts: dict[int, str] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)

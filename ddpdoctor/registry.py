@@ -17,6 +17,8 @@ from types import ModuleType
 from ddpdoctor.errors import UsageError
 
 BUILTIN = ("env", "process_group", "rank_device", "allreduce", "sampler", "gradscaler")
+# Jobs shaped like checks that other commands run (not selectable with --only/--skip).
+JOBS = {"bench": "ddpdoctor.bench_job"}
 
 
 def _plugins() -> dict[str, str]:
@@ -34,7 +36,17 @@ def all_ids() -> list[str]:
 def load(check_id: str) -> ModuleType:
     if check_id in BUILTIN:
         return importlib.import_module(f"ddpdoctor.checks.{check_id}")
+    if check_id in JOBS:
+        return importlib.import_module(JOBS[check_id])
     return importlib.import_module(_plugins()[check_id])
+
+
+def run_order(selected: list[str]) -> list[str]:
+    """What a worker runs: the selection, with process_group (everything else needs it) right
+    after env, or first."""
+    order = [c for c in selected if c != "process_group"]
+    at = 1 if order[:1] == ["env"] else 0
+    return [*order[:at], "process_group", *order[at:]]
 
 
 def select(only: str | None, skip: str | None) -> list[str]:

@@ -205,7 +205,7 @@ def run_checks(ctx: RankContext, rec: Recorder, spec: dict[str, Any]) -> None:
     selected: list[str] = list(spec["checks"])
     if "gradscaler" in selected:
         _warm_up_dynamo()
-    order = [c for c in registry.all_ids() if c in selected or c == "process_group"]
+    order = registry.run_order(selected)
     broken: str | None = None  # why later collective checks are skipped, agreed on every rank
     can_gather = False
     for cid in order:

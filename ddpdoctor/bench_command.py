@@ -1,0 +1,133 @@
+"""`ddpdoctor bench-allreduce`: nccl-tests' all_reduce_perf from Python, through the same launcher
+as `check`, plus what nccl-tests lacks: per-rank correctness, the slowest rank named, a JSON
+document and a pass/fail gate (--expect-busbw)."""
+
+from __future__ import annotations
+
+import csv
+import math
+import shutil
+from dataclasses import dataclass, field
+from typing import Any
+
+from ddpdoctor import bench, bench_job, schema
+from ddpdoctor.check_command import CheckArgs, execute, plan
+from ddpdoctor.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, UsageError
+from ddpdoctor.model import Report
+
+GLOO_OPS = ("sum", "max", "min")
+
+
+@dataclass
+class BenchArgs:
+    launch: CheckArgs = field(default_factory=CheckArgs)
+    min_bytes: str = "8"
+    max_bytes: str | None = None
+    factor: int = 2
+    iters: int = 20
+    warmup: int = 5
+    dtype: str = "float32"
+    op: str = "sum"
+    csv_path: str | None = None
+    expect_busbw: float | None = None
+
+
+def _size(text: str, opt: str) -> int:
+    try:
+        n = bench.parse_size(text)
+    except ValueError as exc:
+        raise UsageError(f"{opt}: {exc}") from None
+    if n <= 0:
+        raise UsageError(f"{opt} must be at least 1 byte")
+    return n
+
+
+def options(args: BenchArgs, backend: str) -> dict[str, Any]:
+    """Validate the sweep; every usage error is raised before anything is launched."""
+    if args.dtype not in bench.DTYPE_BYTES:
+        raise UsageError(f"--dtype must be one of {', '.join(bench.DTYPE_BYTES)}, not {args.dtype!r}")
+    if args.op not in bench.OPS:
+        raise UsageError(f"--op must be one of {', '.join(bench.OPS)}, not {args.op!r}")
+    if backend == "gloo" and args.op not in GLOO_OPS:
+        raise UsageError(f"--op {args.op} is not supported by gloo (use {', '.join(GLOO_OPS)})")
+    if args.iters < 1:
+        raise UsageError(f"--iters must be at least 1, not {args.iters}")
+    if args.warmup < 0:
+        raise UsageError(f"--warmup must be 0 or more, not {args.warmup}")
+    if args.factor < 2:
+        raise UsageError(f"--factor must be at least 2, not {args.factor}")
+    if args.expect_busbw is not None and not (args.expect_busbw > 0 and math.isfinite(args.expect_busbw)):
+        raise UsageError("--expect-busbw must be a positive number of GB/s")
+    lo = _size(args.min_bytes, "--min-bytes")
+    hi = _size(args.max_bytes, "--max-bytes") if args.max_bytes else (256 << 20 if backend == "nccl" else 64 << 20)
+    if lo > hi:
+        raise UsageError(f"--min-bytes ({bench.human_bytes(lo)}) is larger than --max-bytes ({bench.human_bytes(hi)})")
+    if hi > 16 << 30:
+        raise UsageError("--max-bytes above 16G is not supported")
+    schema.check_writable(args.csv_path)
+    return {"min_bytes": lo, "max_bytes": hi, "factor": args.factor, "iters": args.iters, "warmup": args.warmup,
+            "dtype": args.dtype, "op": args.op, "expect_busbw": args.expect_busbw}
+
+
+def document(report: Report, opts: dict[str, Any]) -> dict[str, Any]:
+    """The `ddpdoctor.bench/1` JSON document."""
+    row = next((c for c in report.checks if c.id == "bench"), None)
+    rows = (row.metrics.get("rows") if row else None) or []
+    return {
+        "schema": schema.tag("bench"),
+        "status": report.status,
+        "backend": report.backend,
+        "world_size": report.world_size,
+        "nnodes": report.nnodes,
+        "dtype": opts["dtype"],
+        "op": opts["op"],
+        "iters": opts["iters"],
+        "warmup": opts["warmup"],
+        "rows": rows,
+        "avg_busbw_gbps": row.metrics.get("avg_busbw_gbps") if row else None,
+        "expect_busbw_gbps": opts.get("expect_busbw"),
+        "duration_s": report.duration_s,
+        "findings": [f.to_json() for c in report.checks for f in c.findings],
+        "ranks": [s.to_json() for s in report.ranks],
+        "root_cause": report.root_cause,
+    }
+
+
+def write_csv(doc: dict[str, Any], path: str) -> None:
+    cols = ["bytes", "count", "time_us", "algbw_gbps", "busbw_gbps", "wrong", "slowest_rank", "slowest_us",
+            "fastest_rank", "fastest_us"]
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["dtype", "op", *cols])
+        for r in doc["rows"]:
+            w.writerow([doc["dtype"], doc["op"], *(r[c] for c in cols)])
+
+
+def run(args: BenchArgs) -> int:
+    from ddpdoctor import gpus, render
+
+    count, source = gpus.visible_gpus()
+    backend, _why = gpus.resolve_backend(args.launch.backend, count, source)
+    opts = options(args, backend)
+    nsizes = len(bench_job.sizes(opts["min_bytes"], opts["max_bytes"], opts["factor"], opts["dtype"]))
+    p = plan(args.launch, job_checks=["bench"], options={"bench": opts}, steps=nsizes + 2)
+    json_only = args.launch.json_path == "-"
+    report = None
+    try:
+        with render.progress(enabled=not json_only, ascii_only=args.launch.ascii_only,
+                             world_size=p.job["world_size"], title="ddpdoctor bench-allreduce") as tick:
+            report = execute(p, on_tick=tick)
+        doc = document(report, opts)
+        if args.launch.json_path:
+            schema.write(doc, args.launch.json_path)
+        if args.csv_path:
+            write_csv(doc, args.csv_path)
+        if not json_only:
+            render.bench(report, doc, verbose=args.launch.verbose, ascii_only=args.launch.ascii_only)
+        if report.launch.get("verdict") == "interrupted":
+            return EXIT_INTERRUPTED
+        return EXIT_OK if report.status == "pass" else EXIT_PROBLEMS
+    finally:
+        if not p.keep_run_dir and report is not None and report.status == "pass":
+            shutil.rmtree(p.spec.run_dir, ignore_errors=True)
+
