@@ -123,9 +123,15 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     inf_step = first["inf_step"]
     stepped = sorted(r for r, d in ran.items() if not d["steps"][inf_step]["skipped"])
     if stepped:
+        skipped = sorted(set(ran) - set(stepped))
+        where = (
+            f"skipped on {ranks_txt(skipped)} but applied on {ranks_txt(stepped)}"
+            if skipped
+            else "applied on every rank"
+        )
         findings.append(
             get("inf-step-not-skipped").finding(
-                f"{ranks_txt(stepped)} applied the step with inf gradients (it should be skipped everywhere)",
+                f"the step with an inf gradient (step {inf_step}) was {where}; it must be skipped everywhere",
                 stepped,
                 step=inf_step,
             )

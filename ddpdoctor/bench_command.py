@@ -45,7 +45,9 @@ def _size(text: str, opt: str) -> int:
 def options(args: BenchArgs, backend: str) -> dict[str, Any]:
     """Validate the sweep; every usage error is raised before anything is launched."""
     if args.dtype not in bench.DTYPE_BYTES:
-        raise UsageError(f"--dtype must be one of {', '.join(bench.DTYPE_BYTES)}, not {args.dtype!r}")
+        raise UsageError(
+            f"--dtype must be one of {', '.join(bench.DTYPE_BYTES)}, not {args.dtype!r}"
+        )
     if args.op not in bench.OPS:
         raise UsageError(f"--op must be one of {', '.join(bench.OPS)}, not {args.op!r}")
     if backend == "gloo" and args.op not in GLOO_OPS:
@@ -56,17 +58,33 @@ def options(args: BenchArgs, backend: str) -> dict[str, Any]:
         raise UsageError(f"--warmup must be 0 or more, not {args.warmup}")
     if args.factor < 2:
         raise UsageError(f"--factor must be at least 2, not {args.factor}")
-    if args.expect_busbw is not None and not (args.expect_busbw > 0 and math.isfinite(args.expect_busbw)):
+    if args.expect_busbw is not None and not (
+        args.expect_busbw > 0 and math.isfinite(args.expect_busbw)
+    ):
         raise UsageError("--expect-busbw must be a positive number of GB/s")
     lo = _size(args.min_bytes, "--min-bytes")
-    hi = _size(args.max_bytes, "--max-bytes") if args.max_bytes else (256 << 20 if backend == "nccl" else 64 << 20)
+    hi = (
+        _size(args.max_bytes, "--max-bytes")
+        if args.max_bytes
+        else (256 << 20 if backend == "nccl" else 64 << 20)
+    )
     if lo > hi:
-        raise UsageError(f"--min-bytes ({bench.human_bytes(lo)}) is larger than --max-bytes ({bench.human_bytes(hi)})")
+        raise UsageError(
+            f"--min-bytes ({bench.human_bytes(lo)}) is larger than --max-bytes ({bench.human_bytes(hi)})"
+        )
     if hi > 16 << 30:
         raise UsageError("--max-bytes above 16G is not supported")
     schema.check_writable(args.csv_path)
-    return {"min_bytes": lo, "max_bytes": hi, "factor": args.factor, "iters": args.iters, "warmup": args.warmup,
-            "dtype": args.dtype, "op": args.op, "expect_busbw": args.expect_busbw}
+    return {
+        "min_bytes": lo,
+        "max_bytes": hi,
+        "factor": args.factor,
+        "iters": args.iters,
+        "warmup": args.warmup,
+        "dtype": args.dtype,
+        "op": args.op,
+        "expect_busbw": args.expect_busbw,
+    }
 
 
 def document(report: Report, opts: dict[str, Any]) -> dict[str, Any]:
@@ -94,8 +112,18 @@ def document(report: Report, opts: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_csv(doc: dict[str, Any], path: str) -> None:
-    cols = ["bytes", "count", "time_us", "algbw_gbps", "busbw_gbps", "wrong", "slowest_rank", "slowest_us",
-            "fastest_rank", "fastest_us"]
+    cols = [
+        "bytes",
+        "count",
+        "time_us",
+        "algbw_gbps",
+        "busbw_gbps",
+        "wrong",
+        "slowest_rank",
+        "slowest_us",
+        "fastest_rank",
+        "fastest_us",
+    ]
     with open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(["dtype", "op", *cols])
@@ -109,13 +137,19 @@ def run(args: BenchArgs) -> int:
     count, source = gpus.visible_gpus()
     backend, _why = gpus.resolve_backend(args.launch.backend, count, source)
     opts = options(args, backend)
-    nsizes = len(bench_job.sizes(opts["min_bytes"], opts["max_bytes"], opts["factor"], opts["dtype"]))
+    nsizes = len(
+        bench_job.sizes(opts["min_bytes"], opts["max_bytes"], opts["factor"], opts["dtype"])
+    )
     p = plan(args.launch, job_checks=["bench"], options={"bench": opts}, steps=nsizes + 2)
     json_only = args.launch.json_path == "-"
     report = None
     try:
-        with render.progress(enabled=not json_only, ascii_only=args.launch.ascii_only,
-                             world_size=p.job["world_size"], title="ddpdoctor bench-allreduce") as tick:
+        with render.progress(
+            enabled=not json_only,
+            ascii_only=args.launch.ascii_only,
+            world_size=p.job["world_size"],
+            title="ddpdoctor bench-allreduce",
+        ) as tick:
             report = execute(p, on_tick=tick)
         doc = document(report, opts)
         if args.launch.json_path:
@@ -123,11 +157,12 @@ def run(args: BenchArgs) -> int:
         if args.csv_path:
             write_csv(doc, args.csv_path)
         if not json_only:
-            render.bench(report, doc, verbose=args.launch.verbose, ascii_only=args.launch.ascii_only)
+            render.bench(
+                report, doc, verbose=args.launch.verbose, ascii_only=args.launch.ascii_only
+            )
         if report.launch.get("verdict") == "interrupted":
             return EXIT_INTERRUPTED
         return EXIT_OK if report.status == "pass" else EXIT_PROBLEMS
     finally:
         if not p.keep_run_dir and report is not None and report.status == "pass":
             shutil.rmtree(p.spec.run_dir, ignore_errors=True)
-

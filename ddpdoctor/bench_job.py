@@ -45,21 +45,42 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     wrong = sorted({r for row in rows for r in row.wrong_ranks})
     if wrong:
         bad = [row for row in rows if row.wrong]
-        findings.append(get("allreduce-wrong").finding(
-            f"{ranks_txt(wrong)} got wrong results at {len(bad)} of {len(rows)} sizes "
-            f"({sum(r.wrong for r in bad)} wrong elements)", wrong))
+        findings.append(
+            get("allreduce-wrong").finding(
+                f"{ranks_txt(wrong)} got wrong results at {len(bad)} of {len(rows)} sizes "
+                f"({sum(r.wrong for r in bad)} wrong elements)",
+                wrong,
+            )
+        )
     expect = o.get("expect_busbw")
     if expect is not None:
         if avg is None:
-            findings.append(get("allreduce-slow").finding(
-                "--expect-busbw needs sizes of 1 MiB or more (raise --max-bytes)", [], level=Level.FAIL))
+            findings.append(
+                get("allreduce-slow").finding(
+                    "--expect-busbw needs sizes of 1 MiB or more (raise --max-bytes)",
+                    [],
+                    level=Level.FAIL,
+                )
+            )
         elif avg < expect:
-            findings.append(get("allreduce-slow").finding(
-                f"average busbw {avg:.3f} GB/s over sizes >= 1 MiB is below --expect-busbw {expect:g} GB/s",
-                sorted(measured), level=Level.FAIL, avg_busbw_gbps=avg, expected_gbps=expect,
-                hint="Check the transport (NCCL_DEBUG=INFO), NCCL_SOCKET_IFNAME/IB settings and link speeds; "
-                     "--pairs names the slow node or link."))
-    summary = (f"{len(rows)} sizes, avg busbw {avg:.3f} GB/s (sizes >= 1 MiB)" if avg is not None
-               else f"{len(rows)} sizes (none >= 1 MiB for an average)")
-    return Judgement(summary=summary, findings=findings,
-                     metrics={"rows": [r.to_json() for r in rows], "avg_busbw_gbps": avg})
+            findings.append(
+                get("allreduce-slow").finding(
+                    f"average busbw {avg:.3f} GB/s over sizes >= 1 MiB is below --expect-busbw {expect:g} GB/s",
+                    sorted(measured),
+                    level=Level.FAIL,
+                    avg_busbw_gbps=avg,
+                    expected_gbps=expect,
+                    hint="Check the transport (NCCL_DEBUG=INFO), NCCL_SOCKET_IFNAME/IB settings and link speeds; "
+                    "--pairs names the slow node or link.",
+                )
+            )
+    summary = (
+        f"{len(rows)} sizes, avg busbw {avg:.3f} GB/s (sizes >= 1 MiB)"
+        if avg is not None
+        else f"{len(rows)} sizes (none >= 1 MiB for an average)"
+    )
+    return Judgement(
+        summary=summary,
+        findings=findings,
+        metrics={"rows": [r.to_json() for r in rows], "avg_busbw_gbps": avg},
+    )

@@ -53,8 +53,12 @@ class Plan:
     keep_run_dir: bool
 
 
-def plan(args: CheckArgs, job_checks: list[str] | None = None, options: dict[str, Any] | None = None,
-         steps: int | None = None) -> Plan:
+def plan(
+    args: CheckArgs,
+    job_checks: list[str] | None = None,
+    options: dict[str, Any] | None = None,
+    steps: int | None = None,
+) -> Plan:
     """Every usage error is raised here, before anything is started. `job_checks` replaces the check
     selection for commands that run another job through the same launcher (bench-allreduce);
     `steps` bounds the run's length in collective steps (default: one per check)."""

@@ -124,21 +124,41 @@ def check(
 def bench_allreduce(
     nproc: NprocOpt = None,
     backend: BackendOpt = "auto",
-    min_bytes: Annotated[str, typer.Option("--min-bytes", "-b", help="Smallest message (8, 4K, 1M, 1G: powers of 1024).")] = "8",
+    min_bytes: Annotated[
+        str,
+        typer.Option("--min-bytes", "-b", help="Smallest message (8, 4K, 1M, 1G: powers of 1024)."),
+    ] = "8",
     max_bytes: Annotated[
-        str | None, typer.Option("--max-bytes", "-e", help="Largest message. Default: 256M on GPUs, 64M on CPU.")
+        str | None,
+        typer.Option(
+            "--max-bytes", "-e", help="Largest message. Default: 256M on GPUs, 64M on CPU."
+        ),
     ] = None,
-    factor: Annotated[int, typer.Option("--factor", "-f", help="Multiply the size by this between steps.")] = 2,
+    factor: Annotated[
+        int, typer.Option("--factor", "-f", help="Multiply the size by this between steps.")
+    ] = 2,
     iters: Annotated[int, typer.Option("--iters", "-n", help="Timed all_reduces per size.")] = 20,
-    warmup: Annotated[int, typer.Option("--warmup", "-w", help="Untimed all_reduces per size first.")] = 5,
-    dtype: Annotated[str, typer.Option("--dtype", "-d", help="float32 | float16 | bfloat16 | float64 | int32")] = "float32",
-    op: Annotated[str, typer.Option("--op", "-o", help="sum | max | min | avg (avg: NCCL only).")] = "sum",
+    warmup: Annotated[
+        int, typer.Option("--warmup", "-w", help="Untimed all_reduces per size first.")
+    ] = 5,
+    dtype: Annotated[
+        str, typer.Option("--dtype", "-d", help="float32 | float16 | bfloat16 | float64 | int32")
+    ] = "float32",
+    op: Annotated[
+        str, typer.Option("--op", "-o", help="sum | max | min | avg (avg: NCCL only).")
+    ] = "sum",
     timeout: TimeoutOpt = 30.0,
     json_path: JsonOpt = None,
-    csv_path: Annotated[str | None, typer.Option("--csv", metavar="PATH", help="Also write the rows as CSV.")] = None,
+    csv_path: Annotated[
+        str | None, typer.Option("--csv", metavar="PATH", help="Also write the rows as CSV.")
+    ] = None,
     expect_busbw: Annotated[
         float | None,
-        typer.Option("--expect-busbw", metavar="GBPS", help="Exit 1 when the average busbw over sizes >= 1 MiB is lower."),
+        typer.Option(
+            "--expect-busbw",
+            metavar="GBPS",
+            help="Exit 1 when the average busbw over sizes >= 1 MiB is lower.",
+        ),
     ] = None,
     verbose: VerboseOpt = False,
     ascii_only: AsciiOpt = False,
@@ -149,7 +169,9 @@ def bench_allreduce(
     rdzv_endpoint: RdzvEndpointOpt = None,
     rdzv_id: RdzvIdOpt = None,
     rdzv_backend: RdzvBackendOpt = None,
-    run_dir: Annotated[str | None, typer.Option("--run-dir", help="Keep rank files and logs here.")] = None,
+    run_dir: Annotated[
+        str | None, typer.Option("--run-dir", help="Keep rank files and logs here.")
+    ] = None,
     debug: DebugOpt = False,
 ) -> None:
     """Measure all_reduce bandwidth over message sizes, as nccl-tests' all_reduce_perf does."""
@@ -157,14 +179,35 @@ def bench_allreduce(
     from ddpdoctor.check_command import CheckArgs
 
     launch = CheckArgs(
-        nproc=nproc, backend=backend, timeout=timeout, json_path=json_path, verbose=verbose, ascii_only=ascii_only,
-        master_addr=master_addr, master_port=master_port, nnodes=nnodes, node_rank=node_rank,
-        rdzv_endpoint=rdzv_endpoint, rdzv_id=rdzv_id, rdzv_backend=rdzv_backend, run_dir=run_dir,
+        nproc=nproc,
+        backend=backend,
+        timeout=timeout,
+        json_path=json_path,
+        verbose=verbose,
+        ascii_only=ascii_only,
+        master_addr=master_addr,
+        master_port=master_port,
+        nnodes=nnodes,
+        node_rank=node_rank,
+        rdzv_endpoint=rdzv_endpoint,
+        rdzv_id=rdzv_id,
+        rdzv_backend=rdzv_backend,
+        run_dir=run_dir,
     )
-    code = bench_command.run(bench_command.BenchArgs(
-        launch=launch, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, iters=iters, warmup=warmup,
-        dtype=dtype, op=op, csv_path=csv_path, expect_busbw=expect_busbw,
-    ))
+    code = bench_command.run(
+        bench_command.BenchArgs(
+            launch=launch,
+            min_bytes=min_bytes,
+            max_bytes=max_bytes,
+            factor=factor,
+            iters=iters,
+            warmup=warmup,
+            dtype=dtype,
+            op=op,
+            csv_path=csv_path,
+            expect_busbw=expect_busbw,
+        )
+    )
     raise typer.Exit(code)
 
 

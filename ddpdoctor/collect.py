@@ -90,6 +90,7 @@ def _rank_states(
     states = []
     hung = set(getattr(outcome, "hung_ranks", ()) or ())
     killed = set(getattr(outcome, "killed_ranks", ()) or ())
+    dead_at: dict[int, float] = dict(getattr(outcome, "dead_at", {}) or {})
     stopped = set(getattr(outcome, "stopped_ranks", ()) or ())
     exitcodes: dict[int, int] = dict(getattr(outcome, "exitcodes", {}) or {})
     pids: dict[int, int] = dict(getattr(outcome, "pids", {}) or {})
@@ -145,7 +146,7 @@ def _rank_states(
                 st.detail += "; the process was stopped (SIGSTOP or a debugger)"
         else:
             st.state = CRASHED
-            st.failed_at = beat.get("t_alive") or doc.get("started_at")
+            st.failed_at = dead_at.get(rank) or beat.get("t_alive") or doc.get("started_at")
             why = f"exit code {st.exitcode}" if st.exitcode is not None else "the process ended"
             if st.signal:
                 why = f"killed by {st.signal}"
@@ -340,6 +341,11 @@ def assemble(
     )
     root = _root_cause(states)
     failed = {s.rank: s for s in states if s.state != OK}
+    if launch_problems and not docs and not beats:
+        # nothing ran: the launch problem is the whole story, not N "missing" ranks
+        for s in states:
+            s.detail = f"not started: {launch_problems[0].message}"
+        failed, root = {}, None
 
     checks: list[CheckResult] = []
     for cid in spec["checks"]:
@@ -375,15 +381,7 @@ def assemble(
         duration_s=round(duration, 3),
         checks=checks,
         ranks=states,
-        root_cause=None
-        if root is None
-        else {
-            "rank": root.rank,
-            "state": root.state,
-            "check": root.last_check,
-            "host": root.host,
-            "message": _short(root),
-        },
+        root_cause=_root_json(root, launch_problems),
         launch={
             k: v
             for k, v in {
@@ -399,6 +397,30 @@ def assemble(
         },
         hosts=_hosts(states),
     )
+
+
+def _root_json(
+    root: RankState | None, launch_problems: list[Finding] | None
+) -> dict[str, Any] | None:
+    if root is not None:
+        return {
+            "rank": root.rank,
+            "state": root.state,
+            "check": root.last_check,
+            "host": root.host,
+            "message": _short(root),
+        }
+    if launch_problems:
+        first = launch_problems[0]
+        return {
+            "rank": None,
+            "state": None,
+            "check": "process_group",
+            "host": None,
+            "code": first.code,
+            "message": first.message,
+        }
+    return None
 
 
 def _short(st: RankState | None) -> str:

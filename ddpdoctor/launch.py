@@ -174,6 +174,23 @@ class _Workers:
                     self.rank_of[pid] = rank
         return found
 
+    def dead(self, procs: dict[int, Any], beats: dict[int, dict[str, Any]]) -> list[int]:
+        """Ranks whose process has ended (or is a zombie) without saying it finished."""
+        import psutil
+
+        out = []
+        for rank, beat in beats.items():
+            if beat.get("finished"):
+                continue
+            proc = procs.get(rank)
+            try:
+                gone = proc is None or proc.status() == psutil.STATUS_ZOMBIE
+            except psutil.Error:
+                gone = True
+            if gone:
+                out.append(rank)
+        return out
+
     @staticmethod
     def stopped(procs: dict[int, Any]) -> list[int]:
         import psutil
@@ -235,6 +252,7 @@ def run(
     verdict, reason, hung, stopped, killed, procs = "finished", "", [], [], [], {}
     killed_at = None
     done_at: float | None = None
+    dead_at: dict[int, float] = {}
     expected = set(range(spec.nproc)) if spec.nnodes == 1 else None
     try:
         while proc.poll() is None:
@@ -242,10 +260,14 @@ def run(
             now = time.time()
             beats = rundir.read_beats(spec.run_dir)
             procs = workers.scan(beats)
+            for r in workers.dead(procs, beats):
+                dead_at.setdefault(r, now)
             if on_tick:
                 on_tick(beats, now - started)
             local = expected if expected is not None else set(procs) | set(beats)
-            unfinished = {r for r in local if not beats.get(r, {}).get("finished")}
+            unfinished = {
+                r for r in local if not beats.get(r, {}).get("finished") and r not in dead_at
+            }
             if not unfinished:
                 # every rank is done and has said so: torchrun's own teardown adds nothing
                 done_at = done_at or now

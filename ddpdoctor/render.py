@@ -3,6 +3,8 @@ colours or glyphs; marks and colours are decided here."""
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 
 from rich.console import Console
@@ -39,6 +41,9 @@ STATE_STYLE = {"ok": "green", "crashed": "red", "hung": "red", "missing": "red"}
 def make_console(
     ascii_only: bool = False, stderr: bool = False, width: int | None = None
 ) -> Console:
+    stream = sys.stderr if stderr else sys.stdout
+    if width is None and not stream.isatty() and "COLUMNS" not in os.environ:
+        width = 120  # logs and tickets: rich's 80-column default wraps every finding
     return Console(
         stderr=stderr,
         no_color=ascii_only,
@@ -171,8 +176,13 @@ def _verbose(rep: Report, con: Console, out: _Out) -> None:
         out(f"[dim]torchrun command:[/] {escape(shlex.join(cmd))}", soft_wrap=True)
 
 
-def bench(rep: Report, doc: dict[str, Any], verbose: bool = False, ascii_only: bool = False,
-          console: Console | None = None) -> None:
+def bench(
+    rep: Report,
+    doc: dict[str, Any],
+    verbose: bool = False,
+    ascii_only: bool = False,
+    console: Console | None = None,
+) -> None:
     """nccl-tests' table (plus the slowest/fastest rank), a busbw bar chart, the average line,
     then any finding (wrong values, the gate, a crashed or hung rank)."""
     from ddpdoctor.bench import human_bytes
@@ -180,20 +190,30 @@ def bench(rep: Report, doc: dict[str, Any], verbose: bool = False, ascii_only: b
 
     con = console or make_console(ascii_only)
     out = _Out(con, ascii_only)
-    hosts = len({s.rank for s in rep.ranks if s.host}) and len({s.host for s in rep.ranks if s.host})
-    out(f"[bold]ddpdoctor bench-allreduce[/] · {rep.backend} · {plural(rep.world_size, 'rank')} on "
-        f"{plural(hosts or 1, 'host')} · {doc['dtype']} {doc['op']} · {doc['iters']} iters, {doc['warmup']} warm-up")
+    hosts = len({s.rank for s in rep.ranks if s.host}) and len(
+        {s.host for s in rep.ranks if s.host}
+    )
+    out(
+        f"[bold]ddpdoctor bench-allreduce[/] · {rep.backend} · {plural(rep.world_size, 'rank')} on "
+        f"{plural(hosts or 1, 'host')} · {doc['dtype']} {doc['op']} · {doc['iters']} iters, {doc['warmup']} warm-up"
+    )
     # nccl-tests' fixed-width layout, so admins can read it the way they read all_reduce_perf
     head = f"{'size':>12} {'count':>11} {'type':>8} {'redop':>5} {'time':>10} {'algbw':>8} {'busbw':>8} {'wrong':>6}"
     out(f"[bold]#{head[1:]}  {'slowest':>14}  {'fastest':>14}[/]", soft_wrap=True)
-    out(f"#{'(B)':>11} {'(elements)':>11} {'':>8} {'':>5} {'(us)':>10} {'(GB/s)':>8} {'(GB/s)':>8} {'':>6}"
-        f"  {'rank (us)':>14}  {'rank (us)':>14}", soft_wrap=True)
+    out(
+        f"#{'(B)':>11} {'(elements)':>11} {'':>8} {'':>5} {'(us)':>10} {'(GB/s)':>8} {'(GB/s)':>8} {'':>6}"
+        f"  {'rank (us)':>14}  {'rank (us)':>14}",
+        soft_wrap=True,
+    )
     for r in doc["rows"]:
         wrong = f"[red]{r['wrong']:>6}[/]" if r["wrong"] else f"{0:>6}"
         slow = f"{r['slowest_rank']} ({r['slowest_us']:.1f})"
         fast = f"{r['fastest_rank']} ({r['fastest_us']:.1f})"
-        out(f"{r['bytes']:>12} {r['count']:>11} {doc['dtype']:>8} {doc['op']:>5} {r['time_us']:>10.1f} "
-            f"{r['algbw_gbps']:>8.3f} {r['busbw_gbps']:>8.3f} {wrong}  {slow:>14}  {fast:>14}", soft_wrap=True)
+        out(
+            f"{r['bytes']:>12} {r['count']:>11} {doc['dtype']:>8} {doc['op']:>5} {r['time_us']:>10.1f} "
+            f"{r['algbw_gbps']:>8.3f} {r['busbw_gbps']:>8.3f} {wrong}  {slow:>14}  {fast:>14}",
+            soft_wrap=True,
+        )
     rows = doc["rows"]
     if rows:
         top = max(r["busbw_gbps"] for r in rows) or 1.0
@@ -203,18 +223,25 @@ def bench(rep: Report, doc: dict[str, Any], verbose: bool = False, ascii_only: b
             bar = ("#" if ascii_only else "█") * width
             out(f"  {human_bytes(r['bytes']):>9} [cyan]{bar}[/] {r['busbw_gbps']:.3f}")
     avg = doc.get("avg_busbw_gbps")
-    out(f"# Avg bus bandwidth    : {avg:.4f} GB/s (sizes >= 1 MiB)" if avg is not None
-        else "# Avg bus bandwidth    : n/a (no size >= 1 MiB)")
+    out(
+        f"# Avg bus bandwidth    : {avg:.4f} GB/s (sizes >= 1 MiB)"
+        if avg is not None
+        else "# Avg bus bandwidth    : n/a (no size >= 1 MiB)"
+    )
     for c in rep.checks:
         for f in c.findings:
-            out(f"{_mark(LEVEL_MARKS, f.level.word, ascii_only)} [bold]{f.code}[/] {escape(f.message)}")
+            out(
+                f"{_mark(LEVEL_MARKS, f.level.word, ascii_only)} [bold]{f.code}[/] {escape(f.message)}"
+            )
             if f.hint:
                 out(f"    [dim]→ {escape(f.hint)}[/]")
     if rep.root_cause:
         out(f"[bold red]Root cause:[/] {escape(rep.root_cause['message'])}")
     if verbose:
         _verbose(rep, con, out)
-    word = {"pass": "[green bold]OK[/]", "warn": "[yellow bold]Warnings[/]"}.get(rep.status, "[red bold]FAILED[/]")
+    word = {"pass": "[green bold]OK[/]", "warn": "[yellow bold]Warnings[/]"}.get(
+        rep.status, "[red bold]FAILED[/]"
+    )
     out(f"{word} ({rep.duration_s:.1f} s)")
 
 
@@ -222,8 +249,13 @@ class progress:
     """A live one-line status per rank on stderr while the ranks work; silent when stderr is not
     a terminal (CI logs) or when JSON goes to stdout."""
 
-    def __init__(self, enabled: bool = True, ascii_only: bool = False, world_size: int = 0,
-                 title: str = "ddpdoctor check") -> None:
+    def __init__(
+        self,
+        enabled: bool = True,
+        ascii_only: bool = False,
+        world_size: int = 0,
+        title: str = "ddpdoctor check",
+    ) -> None:
         self.title = title
         self.console = make_console(ascii_only, stderr=True)
         self.enabled = enabled and self.console.is_terminal

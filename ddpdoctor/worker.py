@@ -304,13 +304,17 @@ def main(argv: list[str] | None = None) -> int:
             stale.unlink(missing_ok=True)
         if ident["rank"] == 0:
             (run_dir / rundir.GATHERED).unlink(missing_ok=True)
+    # Block SIGTERM before any thread exists (gloo's too), and take it on a thread of our own:
+    # a Python handler would wait until the main thread leaves a blocked collective.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     rec = Recorder(run_dir, ident["rank"], ident["local_rank"])
 
-    def on_term(signum: int, _frame: Any) -> None:
+    def on_term() -> None:
+        signum = signal.sigwait({signal.SIGTERM})
         rec.terminated(signal.Signals(signum).name)
         os._exit(128 + signum)
 
-    signal.signal(signal.SIGTERM, on_term)
+    threading.Thread(target=on_term, name="ddpdoctor-sigterm", daemon=True).start()
 
     ctx = RankContext(
         rank=ident["rank"],

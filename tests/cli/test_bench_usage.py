@@ -10,7 +10,10 @@ import pytest
 from ddpdoctor import bench, bench_job
 
 BAD = [
-    (["--min-bytes", "2M", "--max-bytes", "1M"], "--min-bytes (2 MiB) is larger than --max-bytes (1 MiB)"),
+    (
+        ["--min-bytes", "2M", "--max-bytes", "1M"],
+        "--min-bytes (2 MiB) is larger than --max-bytes (1 MiB)",
+    ),
     (["--min-bytes", "4Q"], "--min-bytes: not a size: '4Q'"),
     (["--max-bytes", "0"], "--max-bytes must be at least 1 byte"),
     (["--iters", "0"], "--iters must be at least 1"),
@@ -27,26 +30,48 @@ BAD = [
 
 @pytest.mark.parametrize("args,message", BAD, ids=[" ".join(a) for a, _ in BAD])
 def test_bad_values(args: list[str], message: str) -> None:
-    r = subprocess.run([sys.executable, "-m", "ddpdoctor", "bench-allreduce", *args], capture_output=True,
-                       text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "ddpdoctor", "bench-allreduce", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2, r.stderr
     assert r.stderr.count("\n") == 1 and message in r.stderr
 
 
 def test_sizes_and_units() -> None:
-    assert [bench.parse_size(s) for s in ("8", "1K", "4M", "1G", "2kb", "3MiB")] == [8, 1024, 4 << 20, 1 << 30,
-                                                                                    2048, 3 << 20]
+    assert [bench.parse_size(s) for s in ("8", "1K", "4M", "1G", "2kb", "3MiB")] == [
+        8,
+        1024,
+        4 << 20,
+        1 << 30,
+        2048,
+        3 << 20,
+    ]
     assert bench_job.sizes(8, 64, 2, "float32") == [8, 16, 32, 64]
     assert bench_job.sizes(1, 8, 2, "float64") == [8]  # whole elements only
     assert bench_job.sizes(1 << 20, 4 << 20, 4, "float16") == [1 << 20, 4 << 20]
 
 
 def test_bus_bandwidth_math() -> None:
-    rows = bench.summarize({0: [{"bytes": 1 << 20, "count": 1 << 18, "time_s": 0.001, "wrong": 0}],
-                            1: [{"bytes": 1 << 20, "count": 1 << 18, "time_s": 0.002, "wrong": 3}]}, 2)
+    rows = bench.summarize(
+        {
+            0: [{"bytes": 1 << 20, "count": 1 << 18, "time_s": 0.001, "wrong": 0}],
+            1: [{"bytes": 1 << 20, "count": 1 << 18, "time_s": 0.002, "wrong": 3}],
+        },
+        2,
+    )
     (row,) = rows
     assert row.time_us == 2000 and row.slowest_rank == 1 and row.fastest_rank == 0
-    assert row.algbw_gbps == (1 << 20) / 0.002 / 1e9 and row.busbw_gbps == row.algbw_gbps  # 2(n-1)/n = 1
+    assert (
+        row.algbw_gbps == (1 << 20) / 0.002 / 1e9 and row.busbw_gbps == row.algbw_gbps
+    )  # 2(n-1)/n = 1
     assert row.wrong_ranks == [1]
     assert bench.bus_factor(8) == 1.75
-    assert bench.expected_values(3, "sum") == [6, 9, 8, 7] and bench.expected_values(2, "max") == [2, 3, 4, 4]
+    assert bench.expected_values(3, "sum") == [6, 9, 8, 7] and bench.expected_values(2, "max") == [
+        2,
+        3,
+        4,
+        4,
+    ]

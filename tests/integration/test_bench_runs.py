@@ -20,13 +20,20 @@ pytestmark = pytest.mark.slow
 SWEEP = ["--min-bytes", "1K", "--max-bytes", "2M", "--factor", "4", "--iters", "3", "--warmup", "1"]
 
 
-def bench(tmp: Path, *args: str, fault: str | None = None) -> tuple[subprocess.CompletedProcess, dict]:
+def bench(
+    tmp: Path, *args: str, fault: str | None = None
+) -> tuple[subprocess.CompletedProcess, dict]:
     env = {k: v for k, v in os.environ.items() if k != "DDPDOCTOR_FAULT"}
     if fault:
         env["DDPDOCTOR_FAULT"] = fault
     out = tmp / "bench.json"
-    r = subprocess.run([sys.executable, "-m", "ddpdoctor", "bench-allreduce", *SWEEP, "--json", str(out), *args],
-                       capture_output=True, text=True, timeout=240, env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "ddpdoctor", "bench-allreduce", *SWEEP, "--json", str(out), *args],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+    )
     return r, json.loads(out.read_text())
 
 
@@ -35,7 +42,12 @@ def test_sweep_table_and_json(tmp_path: Path, n: int) -> None:
     r, doc = bench(tmp_path, "--nproc", str(n), "--csv", str(tmp_path / "rows.csv"))
     assert r.returncode == 0, r.stdout + r.stderr
     jsonschema.validate(doc, schema.schema_for("bench"))
-    assert (doc["backend"], doc["world_size"], doc["dtype"], doc["op"]) == ("gloo", n, "float32", "sum")
+    assert (doc["backend"], doc["world_size"], doc["dtype"], doc["op"]) == (
+        "gloo",
+        n,
+        "float32",
+        "sum",
+    )
     assert [row["bytes"] for row in doc["rows"]] == [1024, 4096, 16384, 65536, 262144, 1048576]
     for row in doc["rows"]:
         assert row["wrong"] == 0 and row["count"] == row["bytes"] // 4
