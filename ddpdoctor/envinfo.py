@@ -104,7 +104,13 @@ def launcher(env: Mapping[str, str] | None = None) -> dict[str, Any]:
         scheduler = "lsf"
     else:
         scheduler = None
-    keys = ("SLURM_JOB_ID", "SLURM_NNODES", "SLURM_NTASKS", "SLURM_JOB_NODELIST", "TORCHELASTIC_RUN_ID")
+    keys = (
+        "SLURM_JOB_ID",
+        "SLURM_NNODES",
+        "SLURM_NTASKS",
+        "SLURM_JOB_NODELIST",
+        "TORCHELASTIC_RUN_ID",
+    )
     return {
         "launcher": name,
         "scheduler": scheduler,
@@ -126,9 +132,7 @@ def _matches(name: str, spec: str) -> bool:
     return any(name == i if exact else name.startswith(i) for i in items)
 
 
-def nccl_interface_choice(
-    names: list[str], spec: str | None
-) -> tuple[list[str], str]:
+def nccl_interface_choice(names: list[str], spec: str | None) -> tuple[list[str], str]:
     """Which of `names` (up interfaces with an address) NCCL would use, and why.
 
     As NCCL documents it: NCCL_SOCKET_IFNAME is a comma-separated list of prefixes; '^' excludes
@@ -219,6 +223,11 @@ def interfaces(env: Mapping[str, str] | None = None, resolve_hostname: bool = Fa
 # --- hardware -----------------------------------------------------------------------------------
 
 
+def _read(path: str) -> str:
+    with open(path) as fh:
+        return fh.read().strip()
+
+
 def _numa_nodes() -> list[dict[str, Any]] | None:
     base = "/sys/devices/system/node"
     if not os.path.isdir(base):
@@ -226,7 +235,7 @@ def _numa_nodes() -> list[dict[str, Any]] | None:
     nodes = []
     for d in sorted(os.listdir(base)):
         if d.startswith("node") and d[4:].isdigit():
-            cpus = _guard(lambda d=d: open(f"{base}/{d}/cpulist").read().strip())
+            cpus = _guard(lambda d=d: _read(f"{base}/{d}/cpulist"))
             nodes.append({"node": int(d[4:]), "cpus": cpus})
     return nodes
 
@@ -290,8 +299,12 @@ def shm(path: str = "/dev/shm") -> dict[str, Any]:
             "DataLoader workers pass batches there; expect 'Bus error' or NCCL shm failures. "
             "Use docker --shm-size=16g or --ipc=host."
         )
-    return {"path": path, "total_bytes": total, "free_bytes": getattr(du, "free", None),
-            "warning": warning}
+    return {
+        "path": path,
+        "total_bytes": total,
+        "free_bytes": getattr(du, "free", None),
+        "warning": warning,
+    }
 
 
 def _nvml() -> dict[str, Any]:
@@ -305,6 +318,7 @@ def _nvml() -> dict[str, Any]:
     except Exception as e:
         return {"available": False, "error": f"NVML unavailable: {e}", "devices": []}
     try:
+
         def text(v: Any) -> str:
             return v.decode() if isinstance(v, bytes) else str(v)
 
@@ -325,9 +339,7 @@ def _nvml() -> dict[str, Any]:
                     "name": _guard(lambda h=h: text(pynvml.nvmlDeviceGetName(h))),
                     "memory_total_bytes": getattr(mem, "total", None),
                     "memory_used_bytes": getattr(mem, "used", None),
-                    "pci_bus_id": _guard(
-                        lambda h=h: text(pynvml.nvmlDeviceGetPciInfo(h).busId)
-                    ),
+                    "pci_bus_id": _guard(lambda h=h: text(pynvml.nvmlDeviceGetPciInfo(h).busId)),
                     "nvlink_active": sum(links) if links else None,
                     "nvlink_links": len(links) if links else None,
                 }
@@ -335,7 +347,9 @@ def _nvml() -> dict[str, Any]:
         levels = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
         topology = [
             [
-                "X" if a == b else _guard(
+                "X"
+                if a == b
+                else _guard(
                     lambda a=a, b=b: levels.get(
                         int(pynvml.nvmlDeviceGetTopologyCommonAncestor(handles[a], handles[b])), "?"
                     ),
@@ -375,7 +389,9 @@ def torch_info(include_torch: bool) -> dict[str, Any]:
         "cuda_build": _guard(lambda: torch.version.cuda),
         "hip_build": _guard(lambda: getattr(torch.version, "hip", None)),
         "cudnn": _guard(lambda: torch.backends.cudnn.version()),
-        "nccl": _guard(lambda: ".".join(map(str, cuda.nccl.version())) if cuda.is_available() else None),
+        "nccl": _guard(
+            lambda: ".".join(map(str, cuda.nccl.version())) if cuda.is_available() else None
+        ),
         "distributed": _guard(lambda: torch.distributed.is_available()),
         "nccl_backend": _guard(lambda: torch.distributed.is_nccl_available()),
         "gloo_backend": _guard(lambda: torch.distributed.is_gloo_available()),
@@ -385,7 +401,9 @@ def torch_info(include_torch: bool) -> dict[str, Any]:
     # Names need a CUDA context; only read them where one exists already, or every rank of a
     # job would create a context on GPU 0 just to be described.
     if _guard(cuda.is_initialized):
-        info["devices"] = [_guard(lambda i=i: cuda.get_device_name(i)) for i in range(cuda.device_count())]
+        info["devices"] = [
+            _guard(lambda i=i: cuda.get_device_name(i)) for i in range(cuda.device_count())
+        ]
     info["import_seconds"] = round(time.perf_counter() - t0, 3)
     return info
 

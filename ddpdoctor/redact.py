@@ -57,7 +57,10 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"), REDACTED),  # Slack
     (re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[A-Z0-9]{16}\b"), REDACTED),  # AWS key id
     (re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"), REDACTED),  # Google API key
-    (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b"), REDACTED),  # JWT
+    (
+        re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b"),
+        REDACTED,
+    ),  # JWT
     (re.compile(r"\bnpm_[A-Za-z0-9]{30,}\b"), REDACTED),
     (re.compile(r"\bpypi-[A-Za-z0-9_-]{30,}\b"), REDACTED),
     (re.compile(r"(?i)\b(wandb[_-]?api[_-]?key|wandb)\s+[0-9a-f]{40}\b"), rf"\1 {REDACTED}"),

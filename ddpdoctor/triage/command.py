@@ -26,7 +26,8 @@ def explain(
     engine: Annotated[
         str,
         typer.Option(
-            "--engine", help="auto | grep | python: how lines are scanned (auto = grep if usable).",
+            "--engine",
+            help="auto | grep | python: how lines are scanned (auto = grep if usable).",
             hidden=True,
         ),
     ] = "auto",

@@ -154,9 +154,7 @@ def explain_stream(stream: BinaryIO, engine: str = "auto") -> Diagnosis:
     counts = Counts()
     used, candidates = scan(stream.read, counts, engine)
     analyzer = analyse(candidates)
-    return Diagnosis(
-        analyzer.ranked(), counts.lines, counts.bytes, used, analyzer.root_rank
-    )
+    return Diagnosis(analyzer.ranked(), counts.lines, counts.bytes, used, analyzer.root_rank)
 
 
 def explain_text(text: str, engine: str = "python") -> Diagnosis:

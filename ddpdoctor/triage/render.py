@@ -64,10 +64,16 @@ def explain(doc: dict[str, Any], out: Console) -> None:
         label = "ROOT CAUSE" if i == 0 else f"also found ({m['kind']})"
         title = f"{label}: {m['root_cause']} {m['code']} - {m['title']}"
         out.print(
-            Panel(body, title=escape(title), title_align="left",
-                  border_style="red" if i == 0 else "yellow")
+            Panel(
+                body,
+                title=escape(title),
+                title_align="left",
+                border_style="red" if i == 0 else "yellow",
+            )
         )
-    extra = f", root cause rank {doc['root_cause_rank']}" if doc["root_cause_rank"] is not None else ""
+    extra = (
+        f", root cause rank {doc['root_cause_rank']}" if doc["root_cause_rank"] is not None else ""
+    )
     out.print(
         f"{len(matches)} finding(s) in {doc['lines_read']} lines ({doc['engine']} scan){extra}.",
         highlight=False,
@@ -84,62 +90,134 @@ def env_sections(doc: dict[str, Any]) -> list[tuple[str, list[tuple[str, str]]]]
     gpus, cpu, mem = doc.get("gpus", {}), doc.get("cpu", {}), doc.get("memory", {})
     shm, net, launch = doc.get("shm", {}), doc.get("network", {}), doc.get("launcher", {})
     sections: list[tuple[str, list[tuple[str, str]]]] = [
-        ("System", [
-            ("host", _unknown(host.get("hostname"))),
-            ("os", _unknown(host.get("os"))),
-            ("container", _unknown(host.get("container")) if host.get("container") else "no"),
-        ]),
-        ("Python / torch", [
-            ("python", f"{_unknown(py.get('version'))} ({_unknown(py.get('executable'))})"),
-            ("torch", _unknown(torch.get("version")) if torch.get("imported") else
-             _unknown(torch.get("error") or torch.get("version"))),
-            ("CUDA build", _unknown(torch.get("cuda_build"))),
-            ("cuDNN", _unknown(torch.get("cudnn"))),
-            ("NCCL", _unknown(torch.get("nccl"))),
-            ("debug build", _unknown(torch.get("debug_build"))),
-            ("backends", f"nccl={_unknown(torch.get('nccl_backend'))} gloo={_unknown(torch.get('gloo_backend'))}"),
-            ("GPUs torch sees", _unknown(torch.get("device_count"))),
-        ]),
+        (
+            "System",
+            [
+                ("host", _unknown(host.get("hostname"))),
+                ("os", _unknown(host.get("os"))),
+                ("container", _unknown(host.get("container")) if host.get("container") else "no"),
+            ],
+        ),
+        (
+            "Python / torch",
+            [
+                ("python", f"{_unknown(py.get('version'))} ({_unknown(py.get('executable'))})"),
+                (
+                    "torch",
+                    _unknown(torch.get("version"))
+                    if torch.get("imported")
+                    else _unknown(torch.get("error") or torch.get("version")),
+                ),
+                ("CUDA build", _unknown(torch.get("cuda_build"))),
+                ("cuDNN", _unknown(torch.get("cudnn"))),
+                ("NCCL", _unknown(torch.get("nccl"))),
+                ("debug build", _unknown(torch.get("debug_build"))),
+                (
+                    "backends",
+                    f"nccl={_unknown(torch.get('nccl_backend'))} gloo={_unknown(torch.get('gloo_backend'))}",
+                ),
+                ("GPUs torch sees", _unknown(torch.get("device_count"))),
+            ],
+        ),
     ]
     gpu_rows = [("NVML", "available" if gpus.get("available") else _unknown(gpus.get("error")))]
     if gpus.get("available"):
-        gpu_rows.append(("driver", f"{_unknown(gpus.get('driver'))} (CUDA {_unknown(gpus.get('cuda_driver'))})"))
+        gpu_rows.append(
+            ("driver", f"{_unknown(gpus.get('driver'))} (CUDA {_unknown(gpus.get('cuda_driver'))})")
+        )
         for d in gpus.get("devices", []):
             nvl = d.get("nvlink_active")
             link = f", NVLink {nvl}/{d.get('nvlink_links')} up" if nvl is not None else ""
-            gpu_rows.append((f"GPU {d['index']}", f"{_unknown(d.get('name'))}, "
-                             f"{_size(d.get('memory_total_bytes'))}, bus {_unknown(d.get('pci_bus_id'))}{link}"))
+            gpu_rows.append(
+                (
+                    f"GPU {d['index']}",
+                    f"{_unknown(d.get('name'))}, "
+                    f"{_size(d.get('memory_total_bytes'))}, bus {_unknown(d.get('pci_bus_id'))}{link}",
+                )
+            )
         topo = gpus.get("topology") or []
         if len(topo) > 1:
-            gpu_rows.append(("topology", " | ".join(
-                f"GPU{i}: " + " ".join(row) for i, row in enumerate(topo))))
+            gpu_rows.append(
+                ("topology", " | ".join(f"GPU{i}: " + " ".join(row) for i, row in enumerate(topo)))
+            )
     sections.append(("GPUs (NVML)", gpu_rows))
-    sections.append(("CPU / memory", [
-        ("cpu", _unknown(cpu.get("model"))),
-        ("cores", f"{_unknown(cpu.get('logical'))} logical, {_unknown(cpu.get('physical'))} physical"),
-        ("affinity", f"{_unknown(cpu.get('affinity'))} ({_unknown(cpu.get('affinity_count'))} cores)"),
-        ("NUMA", _unknown([f"node{n['node']}: {n['cpus']}" for n in cpu.get("numa_nodes") or []])),
-        ("memory", f"{_size(mem.get('total_bytes'))} total, {_size(mem.get('available_bytes'))} available"),
-        ("/dev/shm", f"{_size(shm.get('total_bytes'))} total, {_size(shm.get('free_bytes'))} free"
-         + (" - WARNING: " + shm["warning"] if shm.get("warning") else "")),
-    ]))
+    sections.append(
+        (
+            "CPU / memory",
+            [
+                ("cpu", _unknown(cpu.get("model"))),
+                (
+                    "cores",
+                    f"{_unknown(cpu.get('logical'))} logical, {_unknown(cpu.get('physical'))} physical",
+                ),
+                (
+                    "affinity",
+                    f"{_unknown(cpu.get('affinity'))} ({_unknown(cpu.get('affinity_count'))} cores)",
+                ),
+                (
+                    "NUMA",
+                    _unknown(
+                        [f"node{n['node']}: {n['cpus']}" for n in cpu.get("numa_nodes") or []]
+                    ),
+                ),
+                (
+                    "memory",
+                    f"{_size(mem.get('total_bytes'))} total, {_size(mem.get('available_bytes'))} available",
+                ),
+                (
+                    "/dev/shm",
+                    f"{_size(shm.get('total_bytes'))} total, {_size(shm.get('free_bytes'))} free"
+                    + (" - WARNING: " + shm["warning"] if shm.get("warning") else ""),
+                ),
+            ],
+        )
+    )
     net_rows = []
     for i in net.get("interfaces", []):
         addrs = ", ".join(i.get("ipv4", []) + i.get("ipv6", [])) or "no address"
         speed = f", {i['speed_mbps']} Mb/s" if i.get("speed_mbps") else ""
-        net_rows.append((i["name"], f"{'up' if i.get('up') else 'down'}, MTU {_unknown(i.get('mtu'))}{speed}, {addrs}"))
+        net_rows.append(
+            (
+                i["name"],
+                f"{'up' if i.get('up') else 'down'}, MTU {_unknown(i.get('mtu'))}{speed}, {addrs}",
+            )
+        )
     for who in ("nccl", "gloo"):
         pick = net.get(who) or {}
-        net_rows.append((f"{who.upper()} picks", f"{_unknown(pick.get('interfaces'))} ({_unknown(pick.get('why'))})"))
+        net_rows.append(
+            (
+                f"{who.upper()} picks",
+                f"{_unknown(pick.get('interfaces'))} ({_unknown(pick.get('why'))})",
+            )
+        )
     sections.append(("Network", net_rows))
-    sections.append(("Launcher", [
-        ("launcher", _unknown(launch.get("launcher"))),
-        ("scheduler", _unknown(launch.get("scheduler")) if launch.get("scheduler") else "none detected"),
-        ("rank / local / world", f"{_unknown(launch.get('rank'))} / {_unknown(launch.get('local_rank'))} / {_unknown(launch.get('world_size'))}"),
-        *[(k, v) for k, v in (launch.get("details") or {}).items()],
-    ]))
+    sections.append(
+        (
+            "Launcher",
+            [
+                ("launcher", _unknown(launch.get("launcher"))),
+                (
+                    "scheduler",
+                    _unknown(launch.get("scheduler"))
+                    if launch.get("scheduler")
+                    else "none detected",
+                ),
+                (
+                    "rank / local / world",
+                    f"{_unknown(launch.get('rank'))} / {_unknown(launch.get('local_rank'))} / {_unknown(launch.get('world_size'))}",
+                ),
+                *[(k, v) for k, v in (launch.get("details") or {}).items()],
+            ],
+        )
+    )
     variables = doc.get("variables") or {}
-    sections.append(("Variables", list(variables.items()) or [("(none)", "no NCCL_/TORCH_/GLOO_/CUDA_/... variables set")]))
+    sections.append(
+        (
+            "Variables",
+            list(variables.items())
+            or [("(none)", "no NCCL_/TORCH_/GLOO_/CUDA_/... variables set")],
+        )
+    )
     if doc.get("warnings"):
         sections.append(("Warnings", [(str(i + 1), w) for i, w in enumerate(doc["warnings"])]))
     return sections

@@ -16,6 +16,7 @@ costs 64 KiB of memory, not 50 MB.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -186,10 +187,8 @@ def _feed(read: Reader, sink, counts: Counts, errors: list[BaseException]) -> No
     except BaseException as e:  # reported by the reading side
         errors.append(e)
     finally:
-        try:
+        with contextlib.suppress(OSError):
             sink.close()
-        except OSError:
-            pass
 
 
 def scan_grep(read: Reader, counts: Counts, exe: str) -> Iterator[Candidate]:

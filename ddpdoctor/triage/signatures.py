@@ -606,8 +606,13 @@ SIGNATURES: tuple[Signature, ...] = (
             r"TCP\s+client\s+failed\s+to\s+connect",
             r"client\s+socket\s+has\s+failed\s+to\s+connect",
         ),
-        ("client socket", "connect() timed out", "rendezvousconnectionerror", "c10d store",
-         "failed to connect"),
+        (
+            "client socket",
+            "connect() timed out",
+            "rendezvousconnectionerror",
+            "c10d store",
+            "failed to connect",
+        ),
         "This node could not reach MASTER_ADDR:MASTER_PORT: the master process is not up yet "
         "or crashed, the address/port is wrong, or a firewall blocks it.",
         "Check MASTER_ADDR/--rdzv-endpoint on every node, that rank 0's node started first and "
@@ -618,8 +623,10 @@ SIGNATURES: tuple[Signature, ...] = (
         "DDX194",
         "RENDEZVOUS",
         "Connection refused by the master",
-        _rx(r"connection\s+refused.{0,80}(?:29\d\d\d|master|store|c10d)",
-            r"(?:master|store|c10d).{0,120}connection\s+refused"),
+        _rx(
+            r"connection\s+refused.{0,80}(?:29\d\d\d|master|store|c10d)",
+            r"(?:master|store|c10d).{0,120}connection\s+refused",
+        ),
         ("connection refused",),
         "Nothing listens on the master's port: rank 0 is not running (crashed or not started) "
         "or MASTER_PORT differs between nodes.",
@@ -639,8 +646,13 @@ SIGNATURES: tuple[Signature, ...] = (
             r"ifa\s*!=\s*nullptr",
             r"ncclSocketInit:\s+connecting\s+to\s+address\s+.{0,40}family",
         ),
-        ("socket interface", "unable to find address", "unable to find interface",
-         "ifa != nullptr", "ncclsocketinit"),
+        (
+            "socket interface",
+            "unable to find address",
+            "unable to find interface",
+            "ifa != nullptr",
+            "ncclsocketinit",
+        ),
         "NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME names an interface this host does not have, "
         "or (in a container) only lo exists, so the bootstrap has no address to use.",
         "Set NCCL_SOCKET_IFNAME (and GLOO_SOCKET_IFNAME) to an interface present on every "
@@ -675,8 +687,16 @@ SIGNATURES: tuple[Signature, ...] = (
             r"connect\s+to\s+\S+\s+failed\s*:\s*(?:connection\s+refused|no\s+route\s+to\s+host|network\s+is\s+unreachable|connection\s+timed\s+out)",
             r"NCCL\s+WARN\s+.{0,40}(?:no\s+route\s+to\s+host|network\s+is\s+unreachable)",
         ),
-        ("socketstartconnect", "socketprogress", "socketpollconnect", "socketfinalize",
-         "sockettryaccept", "connect to", "no route to host", "unreachable"),
+        (
+            "socketstartconnect",
+            "socketprogress",
+            "socketpollconnect",
+            "socketfinalize",
+            "sockettryaccept",
+            "connect to",
+            "no route to host",
+            "unreachable",
+        ),
         "NCCL picked an interface or address the other node cannot reach (a docker bridge, a "
         "management network) or a firewall blocks NCCL's ephemeral ports.",
         "Set NCCL_SOCKET_IFNAME to the interface on the data network on every node; open the "
@@ -696,9 +716,23 @@ SIGNATURES: tuple[Signature, ...] = (
             r"NCCL_P2P_DISABLE=1.{0,80}(?:works|fix|solv|help|goes\s+away)",
             r"AMD-Vi:.{0,40}IO_PAGE_FAULT|DMAR:.{0,40}fault",
         ),
-        ("peer access", "peer mapping", "cudaipc", "cudaerrorpeeraccess", "iommu", "acs",
-         "amd-vi", "dmar", "hang", "hung", "stuck", "freez", "garbage", "corrupt",
-         "nccl_p2p_disable"),
+        (
+            "peer access",
+            "peer mapping",
+            "cudaipc",
+            "cudaerrorpeeraccess",
+            "iommu",
+            "acs",
+            "amd-vi",
+            "dmar",
+            "hang",
+            "hung",
+            "stuck",
+            "freez",
+            "garbage",
+            "corrupt",
+            "nccl_p2p_disable",
+        ),
         "NCCL copies directly between GPUs over PCIe/NVLink. With the IOMMU or PCIe ACS enabled "
         "(common on bare metal and VMs) those copies are redirected or blocked: collectives hang "
         "or return garbage at the first all_reduce.",
@@ -728,8 +762,12 @@ SIGNATURES: tuple[Signature, ...] = (
         "DDX156",
         "NCCL_NETWORK",
         "NCCL internal error",
-        _rx(r"ncclInternalError", r"NCCL\s+error.{0,120}internal\s+error",
-            r"ncclRemoteError", r"remote\s+process\s+exited\s+or\s+there\s+was\s+a\s+network"),
+        _rx(
+            r"ncclInternalError",
+            r"NCCL\s+error.{0,120}internal\s+error",
+            r"ncclRemoteError",
+            r"remote\s+process\s+exited\s+or\s+there\s+was\s+a\s+network",
+        ),
         ("ncclinternalerror", "internal error", "ncclremoteerror"),
         "NCCL hit an unexpected state, usually during communicator setup between hosts: "
         "interface selection, topology detection, or a peer that vanished.",
@@ -770,8 +808,7 @@ SIGNATURES: tuple[Signature, ...] = (
         ("version",),
         "Different torch builds can serialise objects, order collectives and pick NCCL "
         "algorithms differently; mixed nodes hang or crash in collectives.",
-        "Install the same torch/CUDA/NCCL on every node; `ddpdoctor env` on each node and "
-        "compare.",
+        "Install the same torch/CUDA/NCCL on every node; `ddpdoctor env` on each node and compare.",
         f"{_CHECK_ENV}; {_ENV}",
     ),
     Signature(
