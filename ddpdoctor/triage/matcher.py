@@ -91,9 +91,10 @@ class _Analyzer:
         if nxt is not None:
             windows.append((cur, nxt))
         for window in windows:
-            if not any(k in w.lower for w in window for k in sig.keywords):
+            lower = window[0].lower if len(window) == 1 else " ".join(w.lower for w in window)
+            if not any(k in lower for k in sig.keywords):
                 continue
-            if sig.search(" ".join(w.text for w in window)):
+            if _found(sig, window):
                 self._record(order, sig, window)
                 return
 
@@ -126,6 +127,16 @@ class _Analyzer:
             kept,
             key=lambda m: (m.signature.tier, not m.in_root_block, m.first_line, m.order),
         )
+
+
+def _found(sig: Signature, window: tuple[_Line, ...]) -> bool:
+    """A match in one line, or one that spans the break of a two-line window (a message
+    wrapped over two lines); a match inside one line of the pair belongs to that line."""
+    if len(window) == 1:
+        return sig.search(window[0].text) is not None
+    first, second = window
+    joined, cut = f"{first.text} {second.text}", len(first.text)
+    return any(m.start() < cut < m.end() for p in sig.patterns for m in p.finditer(joined))
 
 
 def _to_line(c: Candidate) -> _Line:

@@ -222,7 +222,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "DEVICE_MAPPING",
         "Every rank works on GPU 0",
         _rx(
-            r"(?:all|every|each)\s+(?:the\s+)?(?:ranks?|process(?:es)?|workers?)\s+.{0,40}(?:on|use|uses|using)\s+(?:gpu\s*0|cuda:0|the\s+(?:same|first)\s+gpu)",
+            r"(?:all|every|each)\s+(?:the\s+|\d+\s+)?(?:ranks?|process(?:es)?|workers?)\s+.{0,40}(?:on|use|uses|using)\s+(?:gpu\s*0|cuda:0|the\s+(?:same|first)\s+gpu)",
             r"(?:only|just)\s+(?:gpu\s*0|cuda:0|the\s+first\s+gpu)\s+(?:is\s+)?(?:used|busy|utili[sz]ed|has\s+memory)",
         ),
         ("gpu 0", "gpu0", "cuda:0", "first gpu", "same gpu"),
@@ -667,7 +667,7 @@ SIGNATURES: tuple[Signature, ...] = (
             r"NET/IB\s*:\s*Got\s+completion\s+(?:from\s+peer\s+\S+\s+)?with\s+(?:error|status)",
             r"call\s+to\s+ibv_\w+\s+failed",
             r"ibv_(?:create_qp|modify_qp|reg_mr|create_cq|open_device)\S*\s+failed",
-            r"NET/IB\s*:.{0,120}(?:error|failed|remote\s+process\s+exited)",
+            r"NET/IB\s*:(?!.{0,160}mismatch).{0,120}(?:error|failed|remote\s+process\s+exited)",
             r"remote\s+process\s+exited\s+or\s+there\s+was\s+a\s+network\s+error",
         ),
         ("net/ib", "ibv_", "remote process exited"),
