@@ -45,7 +45,7 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(
             r"(?i)\b([\w.-]*(?:token|secret|passw(?:or)?d|pwd|api[_-]?key|access[_-]?key|"
             r"private[_-]?key|credential|auth|cookie|session[_-]?id)[\w.-]*)"
-            r"(\s*[=:]\s*|\"\s*:\s*\"|'\s*:\s*')(?!<redacted>)([^\s\"',;&]{4,})"
+            r"(\s*[=:]\s*|\"\s*:\s*\"|'\s*:\s*')(?!<redacted>|(?:bearer|basic)\s)([^\s\"',;&]{4,})"
         ),
         rf"\1\2{REDACTED}",
     ),

@@ -78,7 +78,9 @@ def test_cli_json_is_valid_and_exit_0() -> None:
     jsonschema.validate(doc, schema_for("explain"))
     m = doc["matches"][0]
     assert (m["root_cause"], m["code"]) == ("UNUSED_PARAMETERS", "DDX171")
-    assert m["evidence"][0]["line"] == m["line"] and "finished reduction" in m["evidence"][0]["text"]
+    assert (
+        m["evidence"][0]["line"] == m["line"] and "finished reduction" in m["evidence"][0]["text"]
+    )
 
 
 def test_cli_terminal_panels() -> None:

@@ -18,92 +18,254 @@ from ddpdoctor.triage.signatures import ROOT_CAUSES, SIGNATURES, prefilter_patte
 
 EXAMPLES: list[tuple[str, str]] = [
     # PG_NOT_INITIALIZED
-    ("PG_NOT_INITIALIZED", "ValueError: Default process group has not been initialized, please make sure to call init_process_group."),
-    ("PG_NOT_INITIALIZED", "RuntimeError: Default process group has not been initialized, please make sure to call init_process_group."),
+    (
+        "PG_NOT_INITIALIZED",
+        "ValueError: Default process group has not been initialized, please make sure to call init_process_group.",
+    ),
+    (
+        "PG_NOT_INITIALIZED",
+        "RuntimeError: Default process group has not been initialized, please make sure to call init_process_group.",
+    ),
     ("PG_NOT_INITIALIZED", "AssertionError: Default process group is not initialized"),
-    ("PG_NOT_INITIALIZED", "[rank1]: ValueError: Invalid process group specified or has been destroyed."),
+    (
+        "PG_NOT_INITIALIZED",
+        "[rank1]: ValueError: Invalid process group specified or has been destroyed.",
+    ),
     # LAUNCH_ENV
-    ("LAUNCH_ENV", "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable RANK expected, but not set"),
-    ("LAUNCH_ENV", "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable MASTER_ADDR expected, but not set"),
+    (
+        "LAUNCH_ENV",
+        "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable RANK expected, but not set",
+    ),
+    (
+        "LAUNCH_ENV",
+        "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable MASTER_ADDR expected, but not set",
+    ),
     ("LAUNCH_ENV", "train.py: error: unrecognized arguments: --local-rank=0"),
     ("LAUNCH_ENV", "main.py: error: unrecognized arguments: --local_rank=3"),
     ("LAUNCH_ENV", "    local_rank = int(os.environ['LOCAL_RANK'])\nKeyError: 'LOCAL_RANK'"),
     # PORT_IN_USE
-    ("PORT_IN_USE", "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use"),
-    ("PORT_IN_USE", "RuntimeError: The server socket has failed to listen on any local network address. The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use). The server socket has failed to bind to 0.0.0.0:29500 (errno: 98 - Address already in use)."),
+    (
+        "PORT_IN_USE",
+        "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use",
+    ),
+    (
+        "PORT_IN_USE",
+        "RuntimeError: The server socket has failed to listen on any local network address. The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use). The server socket has failed to bind to 0.0.0.0:29500 (errno: 98 - Address already in use).",
+    ),
     ("PORT_IN_USE", "RuntimeError: Address already in use"),
-    ("PORT_IN_USE", "[W socket.cpp:436] [c10d] The server socket has failed to bind to 0.0.0.0:29500 (errno: 98 - Address already in use)."),
+    (
+        "PORT_IN_USE",
+        "[W socket.cpp:436] [c10d] The server socket has failed to bind to 0.0.0.0:29500 (errno: 98 - Address already in use).",
+    ),
     # DEVICE_MAPPING
-    ("DEVICE_MAPPING", "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.19.3\nncclInvalidUsage: This usually reflects invalid usage of NCCL library.\nLast error:\nDuplicate GPU detected : rank 0 and rank 1 both on CUDA device 2000"),
-    ("DEVICE_MAPPING", "[1,2]<stdout>:smc-gpu-03:29880:30398 [0] init.cc:497 NCCL WARN Duplicate GPU detected : rank 2 and rank 0 both on CUDA device 1000"),
-    ("DEVICE_MAPPING", "RuntimeError: CUDA error: invalid device ordinal\nCUDA kernel errors might be asynchronously reported at some other API call"),
+    (
+        "DEVICE_MAPPING",
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.19.3\nncclInvalidUsage: This usually reflects invalid usage of NCCL library.\nLast error:\nDuplicate GPU detected : rank 0 and rank 1 both on CUDA device 2000",
+    ),
+    (
+        "DEVICE_MAPPING",
+        "[1,2]<stdout>:smc-gpu-03:29880:30398 [0] init.cc:497 NCCL WARN Duplicate GPU detected : rank 2 and rank 0 both on CUDA device 1000",
+    ),
+    (
+        "DEVICE_MAPPING",
+        "RuntimeError: CUDA error: invalid device ordinal\nCUDA kernel errors might be asynchronously reported at some other API call",
+    ),
     ("DEVICE_MAPPING", "[rank5]: torch.AcceleratorError: CUDA error: invalid device ordinal"),
-    ("DEVICE_MAPPING", "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cuda:0!"),
+    (
+        "DEVICE_MAPPING",
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cuda:0!",
+    ),
     ("DEVICE_MAPPING", "All 8 processes run on GPU 0 while the other GPUs are idle"),
-    ("DEVICE_MAPPING", "|    0   N/A  N/A     41234      C   python                           10240MiB |\n|    0   N/A  N/A     41235      C   python                            9200MiB |\n|    0   N/A  N/A     41236      C   python                            9200MiB |"),
+    (
+        "DEVICE_MAPPING",
+        "|    0   N/A  N/A     41234      C   python                           10240MiB |\n|    0   N/A  N/A     41235      C   python                            9200MiB |\n|    0   N/A  N/A     41236      C   python                            9200MiB |",
+    ),
     # COLLECTIVE_TIMEOUT
-    ("COLLECTIVE_TIMEOUT", "[rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, NumelOut=466119168, Timeout(ms)=600000) ran for 600060 milliseconds before timing out."),
-    ("COLLECTIVE_TIMEOUT", "[E ProcessGroupNCCL.cpp:458] [Rank 7] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=64088, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800084 milliseconds before timing out."),
-    ("COLLECTIVE_TIMEOUT", "RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete"),
-    ("COLLECTIVE_TIMEOUT", "RuntimeError: [Rank 1]: Ranks 2, 3 failed to pass monitoredBarrier in 30000 ms"),
-    ("COLLECTIVE_TIMEOUT", "[rank144]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 144] Heartbeat monitor timed out! Process will be terminated after dumping debug info. workMetaList_.size()=1"),
-    ("COLLECTIVE_TIMEOUT", "terminate called after throwing an instance of 'c10::DistBackendError'\n  what():  [PG 3 Rank 5] Process group watchdog thread terminated with exception: [Rank 5] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9141, OpType=_ALLGATHER_BASE, NumelIn=19008, NumelOut=152064, Timeout(ms)=600000) ran for 600020 milliseconds before timing out."),
-    ("COLLECTIVE_TIMEOUT", "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [127.0.0.1]:10895"),
+    (
+        "COLLECTIVE_TIMEOUT",
+        "[rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, NumelOut=466119168, Timeout(ms)=600000) ran for 600060 milliseconds before timing out.",
+    ),
+    (
+        "COLLECTIVE_TIMEOUT",
+        "[E ProcessGroupNCCL.cpp:458] [Rank 7] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=64088, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800084 milliseconds before timing out.",
+    ),
+    (
+        "COLLECTIVE_TIMEOUT",
+        "RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete",
+    ),
+    (
+        "COLLECTIVE_TIMEOUT",
+        "RuntimeError: [Rank 1]: Ranks 2, 3 failed to pass monitoredBarrier in 30000 ms",
+    ),
+    (
+        "COLLECTIVE_TIMEOUT",
+        "[rank144]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 144] Heartbeat monitor timed out! Process will be terminated after dumping debug info. workMetaList_.size()=1",
+    ),
+    (
+        "COLLECTIVE_TIMEOUT",
+        "terminate called after throwing an instance of 'c10::DistBackendError'\n  what():  [PG 3 Rank 5] Process group watchdog thread terminated with exception: [Rank 5] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9141, OpType=_ALLGATHER_BASE, NumelIn=19008, NumelOut=152064, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.",
+    ),
+    (
+        "COLLECTIVE_TIMEOUT",
+        "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [127.0.0.1]:10895",
+    ),
     # NCCL_NETWORK
-    ("NCCL_NETWORK", "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1201, internal error, NCCL version 2.14.3\nncclInternalError: Internal check failed.\nLast error:\nBootstrap : no socket interface found"),
+    (
+        "NCCL_NETWORK",
+        "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1201, internal error, NCCL version 2.14.3\nncclInternalError: Internal check failed.\nLast error:\nBootstrap : no socket interface found",
+    ),
     ("NCCL_NETWORK", "node1:1958:1958 [3] NCCL WARN Bootstrap : no socket interface found"),
-    ("NCCL_NETWORK", "torch.distributed.DistBackendError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\nncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error."),
-    ("NCCL_NETWORK", "gpu-node7:12345:12399 [2] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.12<44120> with error 12, opcode 0, len 0, vendor err 129 (Recv)"),
+    (
+        "NCCL_NETWORK",
+        "torch.distributed.DistBackendError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\nncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.",
+    ),
+    (
+        "NCCL_NETWORK",
+        "gpu-node7:12345:12399 [2] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.12<44120> with error 12, opcode 0, len 0, vendor err 129 (Recv)",
+    ),
     ("NCCL_NETWORK", "gpu-node7:12345:12399 [2] NCCL WARN Call to ibv_create_qp failed"),
-    ("NCCL_NETWORK", "gpu-node2:5555:5600 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.1.2.3<43951> failed : Software caused connection abort"),
-    ("NCCL_NETWORK", "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != nullptr. Unable to find address for: eth0"),
-    ("NCCL_NETWORK", "NCCL WARN Cuda failure 'peer access is not supported between these two devices'"),
-    ("NCCL_NETWORK", "Training hangs at the first all_reduce; with NCCL_P2P_DISABLE=1 it works. IOMMU is enabled on this host."),
+    (
+        "NCCL_NETWORK",
+        "gpu-node2:5555:5600 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.1.2.3<43951> failed : Software caused connection abort",
+    ),
+    (
+        "NCCL_NETWORK",
+        "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != nullptr. Unable to find address for: eth0",
+    ),
+    (
+        "NCCL_NETWORK",
+        "NCCL WARN Cuda failure 'peer access is not supported between these two devices'",
+    ),
+    (
+        "NCCL_NETWORK",
+        "Training hangs at the first all_reduce; with NCCL_P2P_DISABLE=1 it works. IOMMU is enabled on this host.",
+    ),
     # SHM
-    ("SHM", "RuntimeError: DataLoader worker (pid 46794) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory. Please try to raise your shared memory limit."),
-    ("SHM", "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm)."),
-    ("SHM", "host:2211:2290 [1] include/shm.h:48 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-WIbVAb (size 9637888)"),
-    ("SHM", "RuntimeError: unable to write to file </torch_18692_1940622213_0>: No space left on device (28)"),
-    ("SHM", "RuntimeError: unable to open shared memory object </torch_32422_2953711829> in read-write mode: Too many open files (24)"),
+    (
+        "SHM",
+        "RuntimeError: DataLoader worker (pid 46794) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory. Please try to raise your shared memory limit.",
+    ),
+    (
+        "SHM",
+        "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
+    ),
+    (
+        "SHM",
+        "host:2211:2290 [1] include/shm.h:48 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-WIbVAb (size 9637888)",
+    ),
+    (
+        "SHM",
+        "RuntimeError: unable to write to file </torch_18692_1940622213_0>: No space left on device (28)",
+    ),
+    (
+        "SHM",
+        "RuntimeError: unable to open shared memory object </torch_32422_2953711829> in read-write mode: Too many open files (24)",
+    ),
     # UNUSED_PARAMETERS
-    ("UNUSED_PARAMETERS", "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. This error indicates that your module has parameters that were not used in producing loss. You can enable unused parameter detection by passing the keyword argument `find_unused_parameters=True` to `torch.nn.parallel.DistributedDataParallel`"),
-    ("UNUSED_PARAMETERS", "[rank3]: RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. This error indicates that your module has\n[rank3]: parameters that were not used in producing loss."),
+    (
+        "UNUSED_PARAMETERS",
+        "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. This error indicates that your module has parameters that were not used in producing loss. You can enable unused parameter detection by passing the keyword argument `find_unused_parameters=True` to `torch.nn.parallel.DistributedDataParallel`",
+    ),
+    (
+        "UNUSED_PARAMETERS",
+        "[rank3]: RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. This error indicates that your module has\n[rank3]: parameters that were not used in producing loss.",
+    ),
     ("UNUSED_PARAMETERS", "Parameter indices which did not receive grad for rank 0: 12 13"),
-    ("UNUSED_PARAMETERS", "RuntimeError: Expected to mark a variable ready only once. This error is caused by one of the following reasons: 1) Use of a module parameter outside the `forward` function."),
+    (
+        "UNUSED_PARAMETERS",
+        "RuntimeError: Expected to mark a variable ready only once. This error is caused by one of the following reasons: 1) Use of a module parameter outside the `forward` function.",
+    ),
     # COLLECTIVE_MISMATCH
-    ("COLLECTIVE_MISMATCH", "RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running collective: CollectiveFingerPrint(SequenceNumber=12, OpType=ALLREDUCE, TensorShape=[20, 10], TensorDtypes=Float), but Rank 1 is running collective: CollectiveFingerPrint(SequenceNumber=12, OpType=BROADCAST)."),
-    ("COLLECTIVE_MISMATCH", "what():  [enforce fail at ../third_party/gloo/gloo/transport/tcp/pair.cc:446] op.preamble.length <= op.nbytes. 8 vs 4"),
-    ("COLLECTIVE_MISMATCH", "init.cc:1247 NCCL WARN Mismatched collective detected, please check your collective calls at and around rank 39."),
-    ("COLLECTIVE_MISMATCH", "transport/net_ib.cc:1038 NCCL WARN NET/IB : req 0/1 tag 0 peer 10.10.23.6<58683> collective mismatch error, local size 496640 remote size 65536"),
-    ("COLLECTIVE_MISMATCH", "RuntimeError: DDP expects same model across all ranks, but Rank 0 has 204 params, while rank 1 has inconsistent 202 params."),
+    (
+        "COLLECTIVE_MISMATCH",
+        "RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running collective: CollectiveFingerPrint(SequenceNumber=12, OpType=ALLREDUCE, TensorShape=[20, 10], TensorDtypes=Float), but Rank 1 is running collective: CollectiveFingerPrint(SequenceNumber=12, OpType=BROADCAST).",
+    ),
+    (
+        "COLLECTIVE_MISMATCH",
+        "what():  [enforce fail at ../third_party/gloo/gloo/transport/tcp/pair.cc:446] op.preamble.length <= op.nbytes. 8 vs 4",
+    ),
+    (
+        "COLLECTIVE_MISMATCH",
+        "init.cc:1247 NCCL WARN Mismatched collective detected, please check your collective calls at and around rank 39.",
+    ),
+    (
+        "COLLECTIVE_MISMATCH",
+        "transport/net_ib.cc:1038 NCCL WARN NET/IB : req 0/1 tag 0 peer 10.10.23.6<58683> collective mismatch error, local size 496640 remote size 65536",
+    ),
+    (
+        "COLLECTIVE_MISMATCH",
+        "RuntimeError: DDP expects same model across all ranks, but Rank 0 has 204 params, while rank 1 has inconsistent 202 params.",
+    ),
     # RENDEZVOUS
     ("RENDEZVOUS", "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError"),
-    ("RENDEZVOUS", "torch.distributed.DistNetworkError: The client socket has timed out after 1800s while trying to connect to (10.0.0.1, 29500)."),
-    ("RENDEZVOUS", "[W socket.cpp:764] [c10d] The IPv6 network addresses of (master-0, 29500) cannot be retrieved (gai error: -2 - Name or service not known)."),
-    ("RENDEZVOUS", "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has failed. See inner exception for details."),
+    (
+        "RENDEZVOUS",
+        "torch.distributed.DistNetworkError: The client socket has timed out after 1800s while trying to connect to (10.0.0.1, 29500).",
+    ),
+    (
+        "RENDEZVOUS",
+        "[W socket.cpp:764] [c10d] The IPv6 network addresses of (master-0, 29500) cannot be retrieved (gai error: -2 - Name or service not known).",
+    ),
+    (
+        "RENDEZVOUS",
+        "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has failed. See inner exception for details.",
+    ),
     ("RENDEZVOUS", "RuntimeError: connect() timed out. Original timeout was 1800000 ms."),
-    ("RENDEZVOUS", "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined."),
+    (
+        "RENDEZVOUS",
+        "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
+    ),
     # GRADSCALER
     ("GRADSCALER", "ValueError: Attempting to unscale FP16 gradients."),
-    ("GRADSCALER", "RuntimeError: unscale_() has already been called on this optimizer since the last update()."),
+    (
+        "GRADSCALER",
+        "RuntimeError: unscale_() has already been called on this optimizer since the last update().",
+    ),
     ("GRADSCALER", "AssertionError: No inf checks were recorded for this optimizer."),
     ("GRADSCALER", "With GradScaler and fp16 the loss becomes NaN after 200 steps on 4 GPUs"),
-    ("GRADSCALER", "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 0.0001"),
+    (
+        "GRADSCALER",
+        "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 0.0001",
+    ),
     # DATA_SAMPLER
     ("DATA_SAMPLER", "All 8 GPUs train but an epoch takes as long as on one GPU."),
     ("DATA_SAMPLER", "Every GPU sees the same batches, the loss is identical on all ranks."),
     ("DATA_SAMPLER", "I get no speedup with 4 GPUs, each rank processes the whole dataset"),
-    ("DATA_SAMPLER", "The shuffle is the same order every epoch on every rank, we never call set_epoch."),
+    (
+        "DATA_SAMPLER",
+        "The shuffle is the same order every epoch on every rank, we never call set_epoch.",
+    ),
     # VERSION_MISMATCH
     ("VERSION_MISMATCH", "NCCL WARN NCCL version mismatch between ranks: 2.18.1 vs 2.19.3"),
-    ("VERSION_MISMATCH", "Node A has torch 2.1.0 and node B has torch 2.3.1: different torch versions across nodes, the job hangs at init."),
-    ("VERSION_MISMATCH", "ImportError: /usr/lib/python3/site-packages/torch/lib/libtorch_cuda.so: undefined symbol: ncclCommRegister"),
-    ("VERSION_MISMATCH", "RuntimeError: The NVIDIA driver on your system is too old (found version 11040)."),
+    (
+        "VERSION_MISMATCH",
+        "Node A has torch 2.1.0 and node B has torch 2.3.1: different torch versions across nodes, the job hangs at init.",
+    ),
+    (
+        "VERSION_MISMATCH",
+        "ImportError: /usr/lib/python3/site-packages/torch/lib/libtorch_cuda.so: undefined symbol: ncclCommRegister",
+    ),
+    (
+        "VERSION_MISMATCH",
+        "RuntimeError: The NVIDIA driver on your system is too old (found version 11040).",
+    ),
     # OOM
-    ("OOM", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.15 GiB of which 15.25 MiB is free."),
-    ("OOM", "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 10.76 GiB total capacity; 8.21 GiB already allocated; 1.20 GiB free; 8.52 GiB reserved in total by PyTorch)"),
-    ("OOM", "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 MiB. GPU 0 has a total capacity of 23.64 GiB of which 3.06 MiB is free. Process 3344 has 7.86 GiB memory in use. Process 3345 has 7.86 GiB memory in use. Process 3346 has 7.86 GiB memory in use."),
-    ("OOM", "RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu')"),
+    (
+        "OOM",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.15 GiB of which 15.25 MiB is free.",
+    ),
+    (
+        "OOM",
+        "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 10.76 GiB total capacity; 8.21 GiB already allocated; 1.20 GiB free; 8.52 GiB reserved in total by PyTorch)",
+    ),
+    (
+        "OOM",
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 MiB. GPU 0 has a total capacity of 23.64 GiB of which 3.06 MiB is free. Process 3344 has 7.86 GiB memory in use. Process 3345 has 7.86 GiB memory in use. Process 3346 has 7.86 GiB memory in use.",
+    ),
+    (
+        "OOM",
+        "RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu')",
+    ),
     ("OOM", "RuntimeError: CUDA error: out of memory"),
 ]
 
@@ -115,7 +277,9 @@ def _top(text: str) -> str | None:
     return d.matches[0].signature.root_cause if d.matches else None
 
 
-@pytest.mark.parametrize(("cause", "text"), EXAMPLES, ids=[f"{c}-{i}" for i, (c, _) in enumerate(EXAMPLES)])
+@pytest.mark.parametrize(
+    ("cause", "text"), EXAMPLES, ids=[f"{c}-{i}" for i, (c, _) in enumerate(EXAMPLES)]
+)
 def test_example_is_diagnosed(cause: str, text: str) -> None:
     assert _top(text) == cause
 
