@@ -8,11 +8,10 @@ import json
 
 import jsonschema
 import pytest
+from triage_helpers import FIXTURES, run_cli
 
 from ddpdoctor.schema import schema_for
 from ddpdoctor.triage.matcher import explain_stream, explain_text
-
-from triage_helpers import FIXTURES, run_cli
 
 
 def _expected() -> dict[str, str]:

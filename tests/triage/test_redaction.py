@@ -56,7 +56,7 @@ def env_outputs() -> dict[tuple[str, ...], subprocess.CompletedProcess]:
     """The three formats, run concurrently (each imports torch) with the secrets planted."""
     with ThreadPoolExecutor(len(ENV_FORMATS)) as pool:
         runs = pool.map(lambda a: run_cli(*a, env=SECRETS), ENV_FORMATS)
-        return dict(zip(ENV_FORMATS, runs))
+        return dict(zip(ENV_FORMATS, runs, strict=True))
 
 
 @pytest.mark.parametrize("args", ENV_FORMATS)

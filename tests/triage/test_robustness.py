@@ -11,9 +11,9 @@ import tracemalloc
 import pytest
 from triage_helpers import run_cli
 
+from ddpdoctor.triage.lines import LINE_CAP
 from ddpdoctor.triage.matcher import explain_stream
 from ddpdoctor.triage.scan import capped_lines
-from ddpdoctor.triage.lines import LINE_CAP
 
 OOM = b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB"
 
