@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ddpdoctor.triage.lines import LINE_CAP
-from ddpdoctor.triage.signatures import prefilter_pattern
+from ddpdoctor.triage.signatures import keywords, prefilter_pattern
 
 CHUNK = 4 * 1024 * 1024
 Candidate = tuple[int, bytes, bool]
@@ -88,9 +88,32 @@ class _Emitter:
         return out
 
 
+def _trie_pattern(words: tuple[str, ...]) -> str:
+    """One regex for many literals, factored by common prefix ("ab|ac" -> "a(?:b|c)").
+
+    Python's re tries the alternatives of a flat alternation one by one at every position; the
+    factored form rejects a position after one character, about five times faster here.
+    """
+    trie: dict = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: dict) -> str:
+        alts = [re.escape(ch) + build(sub) for ch, sub in sorted(node.items()) if ch]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return f"(?:{body})?" if "" in node else body
+
+    return build(trie)
+
+
 def scan_python(read: Reader, counts: Counts) -> Iterator[Candidate]:
     """Pure-Python engine: the prefilter runs over each lowercased chunk of complete lines."""
-    rx = re.compile(prefilter_pattern().encode())  # keywords are lowercase literals
+    rx = re.compile(_trie_pattern(keywords()).encode())  # keywords are lowercase literals
     emit = _Emitter()
     base = 1  # line number of the first line in `body`
     prev_line: bytes | None = None
