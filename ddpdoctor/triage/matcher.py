@@ -18,7 +18,12 @@ from typing import BinaryIO
 
 from ddpdoctor.triage.lines import decode, shown, strip_prefixes
 from ddpdoctor.triage.scan import Candidate, Counts, scan
-from ddpdoctor.triage.signatures import SIGNATURES, Signature
+from ddpdoctor.triage.signatures import (
+    NCCL_VERSION_LINE,
+    NCCL_VERSION_SKEW,
+    SIGNATURES,
+    Signature,
+)
 
 MAX_EVIDENCE = 5  # the first line plus lines from further ranks
 ROOT_BLOCK_LINES = 200  # how far torchrun's root-cause block (with its traceback) may reach
@@ -68,6 +73,7 @@ class _Analyzer:
         self.found: dict[str, Match] = {}
         self.root_line: int | None = None
         self.root_rank: int | None = None
+        self.nccl_versions: dict[str, _Line] = {}  # first line that shows each version
 
     def _in_root_block(self, no: int) -> bool:
         return self.root_line is not None and 0 < no - self.root_line <= ROOT_BLOCK_LINES
@@ -79,6 +85,10 @@ class _Analyzer:
             m = _ROOT_RANK.match(cur.text)
             if m:
                 self.root_rank = int(m.group(1))
+        if "nccl version" in cur.lower and len(self.nccl_versions) < 16:
+            v = NCCL_VERSION_LINE.search(cur.text)
+            if v:
+                self.nccl_versions.setdefault(v.group(1), cur)
         for order, sig in enumerate(SIGNATURES):
             self._try(order, sig, prev, cur, nxt)
 
@@ -118,8 +128,21 @@ class _Analyzer:
         if len(m.evidence) < MAX_EVIDENCE and (not m.evidence or new_rank):
             m.evidence.extend(Evidence(w.no, shown(w.text), w.rank) for w in window)
 
+    def _version_skew(self) -> Match | None:
+        """Two processes that loaded different NCCL versions: a finding no single line shows."""
+        if len(self.nccl_versions) < 2:
+            return None
+        lines = sorted(self.nccl_versions.values(), key=lambda w: w.no)
+        m = Match(NCCL_VERSION_SKEW, len(SIGNATURES), lines[1].no, count=len(lines))
+        m.evidence = [Evidence(w.no, shown(w.text), w.rank) for w in lines[:MAX_EVIDENCE]]
+        m.ranks = {w.rank for w in lines if w.rank is not None}
+        return m
+
     def ranked(self) -> list[Match]:
         kept = [m for m in self.found.values() if m.count >= m.signature.min_count]
+        skew = self._version_skew()
+        if skew is not None:
+            kept.append(skew)
         for m in kept:
             if self.root_rank is not None and self.root_rank in m.ranks:
                 m.in_root_block = True

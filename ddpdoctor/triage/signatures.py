@@ -130,6 +130,18 @@ SIGNATURES: tuple[Signature, ...] = (
         "the graph does not change; do not call the DDP module more than once per step.",
         _LINT,
     ),
+    Signature(
+        "DDX174",
+        "UNUSED_PARAMETERS",
+        "find_unused_parameters=True without unused parameters (slower steps)",
+        _rx(r"find_unused_parameters=True\s+was\s+specified.{0,80}did\s+not\s+find\s+any\s+unused"),
+        ("find_unused_parameters",),
+        "With find_unused_parameters=True DDP walks the autograd graph after every forward; when "
+        "every parameter is used that costs time for nothing.",
+        "Drop find_unused_parameters=True (or use static_graph=True).",
+        _LINT,
+        tier=SYMPTOM,
+    ),
     # --- collectives that disagree across ranks ------------------------------------------
     Signature(
         "DDX181",
@@ -158,8 +170,9 @@ SIGNATURES: tuple[Signature, ...] = (
             r"collective\s+mismatch",
             r"(?:local|remote)\s+size\s+\d+\s+(?:local|remote)\s+size\s+\d+",
             r"size\s+mismatch.{0,80}(?:all_?reduce|all_?gather|broadcast|collective)",
+            r"message\s+truncated\s*:\s*receiving\s+\d+\s+bytes\s+instead\s+of\s+\d+",
         ),
-        ("preamble", "doesn't match expected size", "remote size", "size mismatch"),
+        ("preamble", "doesn't match expected size", "remote size", "size mismatch", "truncated"),
         "The ranks entered the same collective with tensors of different sizes, usually because "
         "they are at different steps or hold different shapes (ragged last batch, rank-dependent "
         "shapes, mismatched model).",
@@ -208,8 +221,16 @@ SIGNATURES: tuple[Signature, ...] = (
             r"invalid\s+device\s+ordinal",
             r"cudaErrorInvalidDevice",
             r"attempting\s+to\s+deserialize\s+object\s+on\s+cuda\s+device\s+\d+\s+but\s+torch\.cuda\.device_count\(\)\s+is\s+\d+",
+            r"ProcessGroupNCCL\s+is\s+only\s+supported\s+with\s+GPUs,?\s+no\s+GPUs\s+found",
+            r"CUDA-capable\s+device\(s\)\s+is/are\s+busy\s+or\s+unavailable",
         ),
-        ("ordinal", "cudaerrorinvaliddevice", "deserialize object on cuda device"),
+        (
+            "ordinal",
+            "cudaerrorinvaliddevice",
+            "deserialize object on cuda device",
+            "no gpus found",
+            "busy or unavailable",
+        ),
         "The device index is larger than the number of GPUs this process sees: more ranks per "
         "node than GPUs, the global RANK used where LOCAL_RANK belongs (breaks on the second "
         "node), or CUDA_VISIBLE_DEVICES hiding GPUs.",
@@ -224,6 +245,7 @@ SIGNATURES: tuple[Signature, ...] = (
         _rx(
             r"(?:all|every|each)\s+(?:the\s+|\d+\s+)?(?:ranks?|process(?:es)?|workers?)\s+.{0,40}(?:on|use|uses|using)\s+(?:gpu\s*0|cuda:0|the\s+(?:same|first)\s+gpu)",
             r"(?:only|just)\s+(?:gpu\s*0|cuda:0|the\s+first\s+gpu)\s+(?:is\s+)?(?:used|busy|utili[sz]ed|has\s+memory)",
+            r"(?:gpu\s*0|cuda:0)\s+(?:has|shows|with|runs)\s+(?:\d+|all|several|multiple|every)\s+(?:\w+\s+)?process",
         ),
         ("gpu 0", "gpu0", "cuda:0", "first gpu", "same gpu"),
         "Without torch.cuda.set_device(local_rank) every process creates its CUDA context and "
@@ -296,7 +318,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "OOM",
         "CUDA out of memory",
         _rx(
-            r"cuda\s+out\s+of\s+memory",
+            r"(?:cuda|hip)\s+out\s+of\s+memory",
             r"(?:torch\.(?:cuda\.)?)?OutOfMemoryError",
             r"cuda\s+error:\s+out\s+of\s+memory",
             r"CUBLAS_STATUS_ALLOC_FAILED",
@@ -319,8 +341,9 @@ SIGNATURES: tuple[Signature, ...] = (
             r"signal\s+9\s+\(SIGKILL\)\s+received",
             r"Signals\.SIGKILL",
             r"out\s+of\s+memory:\s+killed\s+process",
+            r"DefaultCPUAllocator:\s+(?:not\s+enough\s+memory|can't\s+allocate\s+memory)",
         ),
-        ("exitcode", "sigkill", "killed process"),
+        ("exitcode", "sigkill", "killed process", "defaultcpuallocator"),
         "A rank died from SIGKILL: most often the kernel's OOM killer, because every rank "
         "loaded the whole dataset or checkpoint into host RAM; sometimes the scheduler.",
         "Check `dmesg | grep -i oom` on that host; load data lazily, torch.load with "
@@ -416,6 +439,7 @@ SIGNATURES: tuple[Signature, ...] = (
             r"error\s+while\s+creating\s+shared[\s-]memory\s+segment",
             r"NCCL\s+WARN\s+.{0,60}/dev/shm",
             r"shm_open|ftruncate\s+failed",
+            r"unable\s+to\s+allocate\s+shared\s+memory",
         ),
         ("shared-memory", "shared memory segment", "/dev/shm", "shm_open", "ftruncate"),
         "NCCL's intra-node transport keeps its buffers in /dev/shm; when it is small (a "
@@ -430,7 +454,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "torch shared-memory file could not be written",
         _rx(
             r"unable\s+to\s+write\s+to\s+file\s+</?torch_.{0,80}no\s+space\s+left\s+on\s+device",
-            r"unable\s+to\s+(?:open|mmap|allocate)\s+(?:shared\s+memory\s+object\s+)?.{0,20}</?torch_",
+            r"unable\s+to\s+(?:open|mmap|allocate|write)\s+.{0,60}</?torch_",
             r"no\s+space\s+left\s+on\s+device.{0,40}/dev/shm",
         ),
         ("</torch_", "<torch_", "no space left"),
@@ -586,6 +610,7 @@ SIGNATURES: tuple[Signature, ...] = (
             r"rendezvous\s+.{0,60}timed\s+out",
             r"timed\s+out\s+after\s+\d+\s+seconds\s+waiting\s+for\s+clients\.?\s+\d+/\d+\s+clients\s+joined",
             r"RendezvousClosedError",
+            r"RendezvousStateError",
         ),
         ("rendezvous", "waiting for clients"),
         "torchrun waited for --nnodes nodes (or WORLD_SIZE ranks) and not all arrived: a node "
@@ -605,6 +630,7 @@ SIGNATURES: tuple[Signature, ...] = (
             r"connection\s+to\s+the\s+c10d\s+store\s+has\s+failed",
             r"TCP\s+client\s+failed\s+to\s+connect",
             r"client\s+socket\s+has\s+failed\s+to\s+connect",
+            r"^(?!.*ncclUniqueId).*\bsocket\s+timeout\b",
         ),
         (
             "client socket",
@@ -612,6 +638,7 @@ SIGNATURES: tuple[Signature, ...] = (
             "rendezvousconnectionerror",
             "c10d store",
             "failed to connect",
+            "socket timeout",
         ),
         "This node could not reach MASTER_ADDR:MASTER_PORT: the master process is not up yet "
         "or crashed, the address/port is wrong, or a firewall blocks it.",
@@ -711,6 +738,7 @@ SIGNATURES: tuple[Signature, ...] = (
             r"peer\s+access\s+is\s+not\s+supported",
             r"peer\s+mapping\s+resources\s+exhausted",
             r"cudaIpc\w*\s+failed|cudaErrorPeerAccess",
+            r"cuda\s+ipc\s+handle.{0,60}(?:fail|error|invalid)|failed\s+to\s+open\s+cuda\s+ipc",
             r"\b(?:iommu|acs)\b.{0,80}(?:enabled|error|fault|disable|hang)",
             r"(?:hang|hangs|hung|stuck|freez\w*|garbage|corrupt\w*).{0,80}(?:p2p|nvlink)",
             r"NCCL_P2P_DISABLE=1.{0,80}(?:works|fix|solv|help|goes\s+away)",
@@ -720,6 +748,7 @@ SIGNATURES: tuple[Signature, ...] = (
             "peer access",
             "peer mapping",
             "cudaipc",
+            "cuda ipc",
             "cudaerrorpeeraccess",
             "iommu",
             "acs",
@@ -837,8 +866,18 @@ SIGNATURES: tuple[Signature, ...] = (
             r"(?:every|each|all)\s+(?:ranks?|gpus?|process(?:es)?|devices?)\s+(?:see|sees|get|gets|receive|receives|load|loads|process|processes)\s+(?:the\s+)?(?:same|identical|(?:whole|entire|full)\s+data\s*set)",
             r"loss(?:es)?\s+(?:is|are)?\s*(?:exactly\s+)?(?:identical|the\s+same)\s+(?:on|across|for)\s+(?:all|every|each)\s+(?:ranks?|gpus?|process(?:es)?)",
             r"(?:no|without\s+a?|missing|forgot\s+(?:the\s+)?)\s*DistributedSampler",
+            r"(?:overlapping|duplicated?)\s+(?:data|samples|batches)\s+(?:across|between|on)\s+(?:ranks|gpus|processes)",
         ),
-        ("same", "identical", "whole data", "entire data", "full data", "distributedsampler"),
+        (
+            "same",
+            "identical",
+            "whole data",
+            "entire data",
+            "full data",
+            "distributedsampler",
+            "overlapping",
+            "duplicate",
+        ),
         "A plain DataLoader gives every rank the whole dataset in the same order: N GPUs train "
         "on identical batches, the effective batch does not grow and an epoch takes as long as "
         "on one GPU.",
@@ -855,8 +894,11 @@ SIGNATURES: tuple[Signature, ...] = (
             r"(?:no|zero)\s+speed[\s-]?up\s+(?:with|from|using)\s+(?:\d+|multiple|more|several)\s+gpus?",
             r"(?:\d+|multiple|several|more)\s+gpus?.{0,60}(?:not\s+faster|no\s+faster|same\s+(?:speed|time)|as\s+slow\s+as|as\s+long\s+as)",
             r"(?:same|identical)\s+number\s+of\s+(?:steps|iterations|batches)\s+per\s+epoch.{0,40}(?:gpus?|ranks?)",
+            r"(?:steps|iterations|batches)\s+per\s+epoch.{0,60}(?:does\s*n[o']t|did\s*n[o']t|not|never)\s+(?:decrease|change|drop|go\s+down|shrink)",
+            r"same\s+(?:time|speed)\s+as\s+(?:on\s+|with\s+)?(?:a\s+)?(?:single|one|1)[\s-]gpu",
+            r"(?:not|no)\s+faster\s+than\s+(?:on\s+|with\s+)?(?:a\s+)?(?:single|one|1)[\s-]gpu",
         ),
-        ("as long as", "speed", "faster", "as slow as", "same time", "number of"),
+        ("as long as", "speed", "faster", "as slow as", "same time", "number of", "per epoch"),
         "If each epoch has as many steps with N GPUs as with one, each rank iterates the full "
         "dataset: the DataLoader has no DistributedSampler, so there is no work split.",
         "Use DistributedSampler (the number of steps per epoch must drop by N) and call "
@@ -905,6 +947,7 @@ SIGNATURES: tuple[Signature, ...] = (
             r"(?:process\s+group\s+)?watchdog\s+thread\s+terminated\s+with\s+exception",
             r"some\s+NCCL\s+operations\s+have\s+failed\s+or\s+timed\s+out",
             r"NCCL\s+communicator\s+was\s+aborted",
+            r"exception\s+\(either\s+an\s+error\s+or\s+timeout\)\s+detected\s+by\s+watchdog",
         ),
         ("watchdog", "timing out", "timed out", "aborted"),
         "A collective did not finish within the process group timeout (default 10-30 min): one "
@@ -951,6 +994,33 @@ SIGNATURES: tuple[Signature, ...] = (
         tier=SYMPTOM,
     ),
     Signature(
+        "DDX147",
+        "COLLECTIVE_TIMEOUT",
+        "A rank could not get the NCCL unique id from rank 0",
+        _rx(
+            r"retrieving\s+ncclUniqueId\s+from\s+\[\d+\].{0,200}(?:got\s+error|timeout|reset|refused)"
+        ),
+        ("ncclunique",),
+        "Creating an NCCL communicator needs rank 0 to publish an id in the store; rank 0 did not "
+        "(it crashed, is stuck elsewhere, or called a different collective) before the timeout.",
+        "Look at rank 0's log for its first error; make sure every rank reaches the same first "
+        "collective (no long rank-0-only work before it).",
+        f"{_CHECK_PG}; {_CHECK_AR}",
+        tier=SYMPTOM,
+    ),
+    Signature(
+        "DDX136",
+        "DEVICE_MAPPING",
+        "NCCL invalid usage (often two ranks on one GPU)",
+        _rx(r"ncclInvalidUsage", r"NCCL\s+error.{0,120}invalid\s+usage"),
+        ("ncclinvalidusage", "invalid usage"),
+        "NCCL rejected how it was called; the usual cause under DDP is a rank-to-GPU mapping that "
+        "puts two ranks on one device. The 'Last error' line says which.",
+        "Read the 'Last error' line; call torch.cuda.set_device(local_rank) first thing.",
+        _CHECK_DEV,
+        tier=SYMPTOM,
+    ),
+    Signature(
         "DDX146",
         "COLLECTIVE_TIMEOUT",
         "A peer rank went away during a collective",
@@ -982,7 +1052,23 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
 )
 
-BY_CODE = {s.code: s for s in SIGNATURES}
+# Not a line pattern: the matcher reports it when the log shows processes that loaded
+# different NCCL versions ("NCCL version 2.18.1+cuda12.1" banners).
+NCCL_VERSION_SKEW = Signature(
+    "DDX224",
+    "VERSION_MISMATCH",
+    "The log shows different NCCL versions",
+    (),
+    ("nccl version",),
+    "Each process prints the NCCL version it loaded; two different versions in one job mean the "
+    "nodes run different environments, which hangs or crashes collectives.",
+    "Use one container image or lock file for all nodes; check torch.cuda.nccl.version() and "
+    "LD_LIBRARY_PATH on every node.",
+    f"{_CHECK_ENV}; {_ENV}",
+)
+NCCL_VERSION_LINE = re.compile(r"NCCL\s+version\s+(\d+\.\d+\.\d+)", re.I)
+
+BY_CODE = {s.code: s for s in (*SIGNATURES, NCCL_VERSION_SKEW)}
 
 # Lines naming torchrun's verdict; the matcher reads them to find the root-cause rank.
 ROOT_CAUSE_KEYWORDS = ("root cause", "local_rank:")

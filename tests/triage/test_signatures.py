@@ -31,6 +31,10 @@ EXAMPLES: list[tuple[str, str]] = [
         "PG_NOT_INITIALIZED",
         "[rank1]: ValueError: Invalid process group specified or has been destroyed.",
     ),
+    (
+        "PG_NOT_INITIALIZED",
+        "[rank0]: RuntimeError: Default process group has not been initialized, please make sure to call\n[rank0]: init_process_group.",
+    ),
     # LAUNCH_ENV
     (
         "LAUNCH_ENV",
@@ -80,6 +84,18 @@ EXAMPLES: list[tuple[str, str]] = [
         "DEVICE_MAPPING",
         "|    0   N/A  N/A     41234      C   python                           10240MiB |\n|    0   N/A  N/A     41235      C   python                            9200MiB |\n|    0   N/A  N/A     41236      C   python                            9200MiB |",
     ),
+    (
+        "DEVICE_MAPPING",
+        "RuntimeError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!",
+    ),
+    (
+        "DEVICE_MAPPING",
+        "RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable",
+    ),
+    (
+        "DEVICE_MAPPING",
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.20.5\nncclInvalidUsage: This usually reflects invalid usage of NCCL library.",
+    ),
     # COLLECTIVE_TIMEOUT
     (
         "COLLECTIVE_TIMEOUT",
@@ -108,6 +124,18 @@ EXAMPLES: list[tuple[str, str]] = [
     (
         "COLLECTIVE_TIMEOUT",
         "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [127.0.0.1]:10895",
+    ),
+    (
+        "COLLECTIVE_TIMEOUT",
+        "RuntimeError: NCCL communicator was aborted on rank 1. Original reason for failure was: [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(OpType=BROADCAST, Timeout(ms)=1800000) ran for 1806856 milliseconds before timing out.",
+    ),
+    (
+        "COLLECTIVE_TIMEOUT",
+        "torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Socket Timeout",
+    ),
+    (
+        "COLLECTIVE_TIMEOUT",
+        "[rank1]:[E626 06:24:44.906457629 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) Rank 1] Exception (either an error or timeout) detected by watchdog at work: 808, last enqueued NCCL work: 811, last completed NCCL work: 807.",
     ),
     # NCCL_NETWORK
     (
@@ -140,6 +168,22 @@ EXAMPLES: list[tuple[str, str]] = [
         "NCCL_NETWORK",
         "Training hangs at the first all_reduce; with NCCL_P2P_DISABLE=1 it works. IOMMU is enabled on this host.",
     ),
+    (
+        "NCCL_NETWORK",
+        "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:825, unhandled system error, NCCL version 2.7.8",
+    ),
+    (
+        "NCCL_NETWORK",
+        "node3:4242:4300 [1] transport/p2p.cc:190 NCCL WARN failed to open CUDA IPC handle : 201 invalid device context",
+    ),
+    (
+        "NCCL_NETWORK",
+        "misc/ibvwrap.cc:212 NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory",
+    ),
+    (
+        "NCCL_NETWORK",
+        "node1:100:200 [0] NCCL WARN Connect to 10.0.0.2<45678> failed : Connection refused",
+    ),
     # SHM
     (
         "SHM",
@@ -161,6 +205,14 @@ EXAMPLES: list[tuple[str, str]] = [
         "SHM",
         "RuntimeError: unable to open shared memory object </torch_32422_2953711829> in read-write mode: Too many open files (24)",
     ),
+    (
+        "SHM",
+        "RuntimeError: unable to mmap 1024 bytes from file </torch_1234_5678_0>: Cannot allocate memory (12)",
+    ),
+    (
+        "SHM",
+        "torchrun: exitcode  : -7 (pid: 4242)\n  traceback : Signal 7 (SIGBUS) received by PID 4242",
+    ),
     # UNUSED_PARAMETERS
     (
         "UNUSED_PARAMETERS",
@@ -174,6 +226,14 @@ EXAMPLES: list[tuple[str, str]] = [
     (
         "UNUSED_PARAMETERS",
         "RuntimeError: Expected to mark a variable ready only once. This error is caused by one of the following reasons: 1) Use of a module parameter outside the `forward` function.",
+    ),
+    (
+        "UNUSED_PARAMETERS",
+        "[W reducer.cpp:1346] Warning: find_unused_parameters=True was specified in DDP constructor, but did not find any unused parameters in the forward pass. This flag results in an extra traversal of the autograd graph every iteration",
+    ),
+    (
+        "UNUSED_PARAMETERS",
+        "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. This error indicates that your training graph has changed in this iteration, e.g., one parameter is used in first iteration, but then got unused in the second iteration. this is not compatible with static_graph set to True.",
     ),
     # COLLECTIVE_MISMATCH
     (
@@ -196,6 +256,10 @@ EXAMPLES: list[tuple[str, str]] = [
         "COLLECTIVE_MISMATCH",
         "RuntimeError: DDP expects same model across all ranks, but Rank 0 has 204 params, while rank 1 has inconsistent 202 params.",
     ),
+    (
+        "COLLECTIVE_MISMATCH",
+        "node1:123:456 [0] NCCL WARN NET/Socket : peer 10.0.0.2<52310> message truncated : receiving 1048576 bytes instead of 65536",
+    ),
     # RENDEZVOUS
     ("RENDEZVOUS", "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError"),
     (
@@ -215,6 +279,11 @@ EXAMPLES: list[tuple[str, str]] = [
         "RENDEZVOUS",
         "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
     ),
+    ("RENDEZVOUS", "RuntimeError: Socket Timeout"),
+    (
+        "RENDEZVOUS",
+        "[W socket.cpp:601] [c10d] The client socket has failed to connect to [master-0]:29500 (errno: 111 - Connection refused).",
+    ),
     # GRADSCALER
     ("GRADSCALER", "ValueError: Attempting to unscale FP16 gradients."),
     (
@@ -227,6 +296,7 @@ EXAMPLES: list[tuple[str, str]] = [
         "GRADSCALER",
         "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 0.0001",
     ),
+    ("GRADSCALER", "my loss is nan with amp after a few hundred steps, only with DDP"),
     # DATA_SAMPLER
     ("DATA_SAMPLER", "All 8 GPUs train but an epoch takes as long as on one GPU."),
     ("DATA_SAMPLER", "Every GPU sees the same batches, the loss is identical on all ranks."),
@@ -235,6 +305,9 @@ EXAMPLES: list[tuple[str, str]] = [
         "DATA_SAMPLER",
         "The shuffle is the same order every epoch on every rank, we never call set_epoch.",
     ),
+    ("DATA_SAMPLER", "Training on 4 GPUs is not faster than on a single GPU"),
+    ("DATA_SAMPLER", "the number of steps per epoch does not decrease when I add GPUs"),
+    ("DATA_SAMPLER", "We see overlapping samples across ranks in the same epoch"),
     # VERSION_MISMATCH
     ("VERSION_MISMATCH", "NCCL WARN NCCL version mismatch between ranks: 2.18.1 vs 2.19.3"),
     (
@@ -248,6 +321,14 @@ EXAMPLES: list[tuple[str, str]] = [
     (
         "VERSION_MISMATCH",
         "RuntimeError: The NVIDIA driver on your system is too old (found version 11040).",
+    ),
+    (
+        "VERSION_MISMATCH",
+        "node-a:11:11 [0] NCCL INFO NCCL version 2.18.1+cuda12.1\nnode-b:22:22 [0] NCCL INFO NCCL version 2.19.3+cuda12.2\nnode-a:11:30 [0] NCCL INFO Channel 00/02 :    0   1",
+    ),
+    (
+        "VERSION_MISMATCH",
+        "RuntimeError: CUDA driver version is insufficient for CUDA runtime version",
     ),
     # OOM
     (
@@ -267,6 +348,15 @@ EXAMPLES: list[tuple[str, str]] = [
         "RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu')",
     ),
     ("OOM", "RuntimeError: CUDA error: out of memory"),
+    ("OOM", "HIP out of memory. Tried to allocate 2.00 GiB (GPU 0; 63.98 GiB total capacity)"),
+    (
+        "OOM",
+        "RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough memory: you tried to allocate 4294967296 bytes.",
+    ),
+    (
+        "OOM",
+        "E0501 12:00:00.000 1 torch/distributed/elastic/multiprocessing/api.py:826] failed (exitcode: -9) local_rank: 3 (pid: 4242) of binary: /usr/bin/python",
+    ),
 ]
 
 ANSI_RED, ANSI_RESET = "\x1b[31;1m", "\x1b[0m"
