@@ -186,7 +186,7 @@ def analyse(candidates: Iterable[Candidate]) -> _Analyzer:
 def explain_stream(stream: BinaryIO, engine: str = "auto") -> Diagnosis:
     """Diagnose a whole log read from a binary stream."""
     counts = Counts()
-    used, candidates = scan(stream.read, counts, engine)
+    used, candidates = scan(stream.read, counts, engine, stream)
     analyzer = analyse(candidates)
     return Diagnosis(analyzer.ranked(), counts.lines, counts.bytes, used, analyzer.root_rank)
 

@@ -20,6 +20,7 @@ import contextlib
 import os
 import re
 import shutil
+import stat
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
@@ -195,14 +196,16 @@ def _grep_env() -> dict[str, str]:
 
 
 def _feed(read: Reader, sink, counts: Counts, errors: list[BaseException]) -> None:
-    """Copy the input into grep's stdin, counting lines and bytes on the way."""
+    """Copy the input into grep's stdin (or, with no sink, only read it), counting lines and
+    bytes on the way."""
     last = b"\n"
     try:
         while chunk := read(CHUNK):
             counts.bytes += len(chunk)
             counts.lines += chunk.count(b"\n")
             last = chunk[-1:]
-            sink.write(chunk)
+            if sink is not None:
+                sink.write(chunk)
         if last != b"\n":
             counts.lines += 1
     except BrokenPipeError:
@@ -210,20 +213,39 @@ def _feed(read: Reader, sink, counts: Counts, errors: list[BaseException]) -> No
     except BaseException as e:  # reported by the reading side
         errors.append(e)
     finally:
-        with contextlib.suppress(OSError):
-            sink.close()
+        if sink is not None:
+            with contextlib.suppress(OSError):
+                sink.close()
 
 
-def scan_grep(read: Reader, counts: Counts, exe: str) -> Iterator[Candidate]:
-    """grep engine: grep finds the hit lines and their neighbours; Python parses its output."""
+def _pread_reader(fd: int) -> Reader:
+    """Read a file from its start without moving the descriptor's offset (grep shares it)."""
+    offset = 0
+
+    def read(n: int) -> bytes:
+        nonlocal offset
+        data = os.pread(fd, n, offset)
+        offset += len(data)
+        return data
+
+    return read
+
+
+def scan_grep(read: Reader, counts: Counts, exe: str, fd: int | None = None) -> Iterator[Candidate]:
+    """grep engine: grep finds the hit lines and their neighbours; Python parses its output.
+
+    For a regular file (`fd`), grep reads it directly and a thread counts its lines with pread
+    (a second, parallel pass over the page cache); otherwise Python feeds grep through a pipe.
+    """
     proc = subprocess.Popen(
         [exe, "-a", "-n", "-i", "-E", "-B1", "-A1", prefilter_pattern()],
-        stdin=subprocess.PIPE,
+        stdin=fd if fd is not None else subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=_grep_env(),
     )
     errors: list[BaseException] = []
-    feeder = threading.Thread(target=_feed, args=(read, proc.stdin, counts, errors), daemon=True)
+    source = _pread_reader(fd) if fd is not None else read
+    feeder = threading.Thread(target=_feed, args=(source, proc.stdin, counts, errors), daemon=True)
     feeder.start()
     emit = _Emitter()
     try:
@@ -249,10 +271,24 @@ def scan_grep(read: Reader, counts: Counts, exe: str) -> Iterator[Candidate]:
         raise errors[0]
 
 
-def scan(read: Reader, counts: Counts, engine: str = "auto") -> tuple[str, Iterator[Candidate]]:
+def _regular_file_at_start(stream: object) -> int | None:
+    """The descriptor of a regular file positioned at its start, else None."""
+    try:
+        fd = stream.fileno()  # type: ignore[attr-defined]
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode) and os.lseek(fd, 0, os.SEEK_CUR) == 0:
+            return fd
+    except (AttributeError, OSError, ValueError):
+        pass
+    return None
+
+
+def scan(
+    read: Reader, counts: Counts, engine: str = "auto", stream: object = None
+) -> tuple[str, Iterator[Candidate]]:
     """Pick an engine ("auto", "grep" or "python") and return its name and candidates."""
     if engine in ("auto", "grep"):
         exe = _grep()
         if exe is not None:
-            return "grep", scan_grep(read, counts, exe)
+            return "grep", scan_grep(read, counts, exe, _regular_file_at_start(stream))
     return "python", scan_python(read, counts)
