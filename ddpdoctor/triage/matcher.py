@@ -100,9 +100,14 @@ class _Analyzer:
             windows.append((prev, cur))
         if nxt is not None:
             windows.append((cur, nxt))
+        if prev is not None and nxt is not None:
+            windows.append((prev, cur, nxt))
         for window in windows:
-            lower = window[0].lower if len(window) == 1 else " ".join(w.lower for w in window)
-            if not any(k in lower for k in sig.keywords):
+            if len(window) == 1:
+                gate = window[0].lower
+            else:  # joined both ways: wrapped at a space, or hard-wrapped inside a word
+                gate = " ".join(w.lower for w in window) + "\n" + "".join(w.lower for w in window)
+            if not any(k in gate for k in sig.keywords):
                 continue
             if _found(sig, window):
                 self._record(order, sig, window)
@@ -153,13 +158,24 @@ class _Analyzer:
 
 
 def _found(sig: Signature, window: tuple[_Line, ...]) -> bool:
-    """A match in one line, or one that spans the break of a two-line window (a message
-    wrapped over two lines); a match inside one line of the pair belongs to that line."""
+    """A match in one line, or one that spans the line breaks of a window: a message wrapped
+    at a space (joined with one) or hard-wrapped at a fixed width inside a word (joined with
+    nothing). A match must cross every break of its window; one that fits in fewer lines
+    belongs to the smaller window."""
     if len(window) == 1:
         return sig.search(window[0].text) is not None
-    first, second = window
-    joined, cut = f"{first.text} {second.text}", len(first.text)
-    return any(m.start() < cut < m.end() for p in sig.patterns for m in p.finditer(joined))
+    for sep in (" ", ""):
+        joined = sep.join(w.text for w in window)
+        cuts, pos = [], 0
+        for w in window[:-1]:
+            pos += len(w.text)
+            cuts.append(pos)
+            pos += len(sep)
+        for p in sig.patterns:
+            for m in p.finditer(joined):
+                if m.start() < cuts[0] and m.end() > cuts[-1]:
+                    return True
+    return False
 
 
 def _to_line(c: Candidate) -> _Line:
@@ -183,10 +199,31 @@ def analyse(candidates: Iterable[Candidate]) -> _Analyzer:
     return analyzer
 
 
+def _utf16_reader(stream: BinaryIO):
+    """A read(n) that turns a UTF-16 stream (PowerShell's `>` writes it) into UTF-8 bytes."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-16")(errors="replace")
+
+    def read(n: int) -> bytes:
+        while chunk := stream.read(n):
+            text = decoder.decode(chunk)
+            if text:
+                return text.encode("utf-8")
+        return decoder.decode(b"", final=True).encode("utf-8")
+
+    return read
+
+
 def explain_stream(stream: BinaryIO, engine: str = "auto") -> Diagnosis:
     """Diagnose a whole log read from a binary stream."""
     counts = Counts()
-    used, candidates = scan(stream.read, counts, engine, stream)
+    peek = getattr(stream, "peek", None)
+    head = peek(2)[:2] if peek else b""
+    if head in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 with a byte-order mark
+        used, candidates = scan(_utf16_reader(stream), counts, engine)
+    else:
+        used, candidates = scan(stream.read, counts, engine, stream)
     analyzer = analyse(candidates)
     return Diagnosis(analyzer.ranked(), counts.lines, counts.bytes, used, analyzer.root_rank)
 

@@ -630,7 +630,7 @@ SIGNATURES: tuple[Signature, ...] = (
             r"connection\s+to\s+the\s+c10d\s+store\s+has\s+failed",
             r"TCP\s+client\s+failed\s+to\s+connect",
             r"client\s+socket\s+has\s+failed\s+to\s+connect",
-            r"^(?!.*ncclUniqueId).*\bsocket\s+timeout\b",
+            r"(?-i:[A-Za-z.]*(?:Error|Exception)):\s+socket\s+timeout\b",
         ),
         (
             "client socket",
@@ -817,7 +817,7 @@ SIGNATURES: tuple[Signature, ...] = (
             r"undefined\s+symbol:?\s+nccl\w+",
             r"NCCL\s+version\s+\d+\.\d+.{0,60}(?:differ|mismatch|but)",
         ),
-        ("nccl version", "nccl versions", "undefined symbol"),
+        ("nccl version", "nccl versions", "undefined symbol", "symbol: nccl"),
         "Ranks linked against different NCCL releases disagree on protocols and struct layouts; "
         "an NCCL older than the one torch was built with lacks symbols.",
         "Use one environment (container image or lock file) on every node; do not mix "
@@ -968,7 +968,7 @@ SIGNATURES: tuple[Signature, ...] = (
             r"gloo.{0,120}timed\s+out",
             r"timed\s+out\s+waiting\s+\d+\s*ms",
         ),
-        ("timed out",),
+        ("timed out", "recv operation", "send operation"),
         "A gloo collective waited longer than the process group timeout for a peer that never "
         "sent: that peer is stuck, slower, dead, or in a different collective.",
         "Look at the other ranks' logs for the first error; make every rank run the same "
@@ -1029,7 +1029,7 @@ SIGNATURES: tuple[Signature, ...] = (
             r"connection\s+reset\s+by\s+peer",
             r"read\s+error\s+\[.{0,60}\]:\s*\d*:?\s*connection\s+reset",
         ),
-        ("closed by", "reset by"),
+        ("closed by", "by peer", "reset by"),
         "The other side of a gloo/NCCL connection closed it: that rank crashed or was killed "
         "first. This rank's error is a consequence.",
         "Find the first error of the other ranks (torchrun's 'Root Cause' block names the "

@@ -65,6 +65,15 @@ def test_50mb_single_line_is_bounded(tmp_path, engine: str) -> None:
     assert peak < 40 * 1024 * 1024, f"peak {peak / 2**20:.1f} MiB"
 
 
+def test_utf16_log_from_powershell(tmp_path) -> None:
+    path = tmp_path / "ps.log"
+    path.write_bytes(("noise\r\n" + OOM.decode() + "\r\n").encode("utf-16"))
+    for engine in ("grep", "python"):
+        with open(path, "rb") as fh:
+            d = explain_stream(fh, engine)
+        assert [(m.signature.root_cause, m.first_line) for m in d.matches] == [("OOM", 2)]
+
+
 def test_capped_lines_cuts_long_lines() -> None:
     data = b"a" * (LINE_CAP * 3) + b"\nshort\n" + b"b" * (LINE_CAP + 5)
     out = list(capped_lines(io.BytesIO(data).read))

@@ -394,6 +394,15 @@ def test_wrapped_over_two_lines(cause: str, text: str) -> None:
     assert _top(" ".join(words[:half]) + "\n" + " ".join(words[half:])) == cause
 
 
+@pytest.mark.parametrize(
+    ("cause", "text"),
+    [(c, t) for c, t in EXAMPLES if "\n" not in t and len(t) > 100][1::2],
+)
+def test_hard_wrapped_at_fixed_width(cause: str, text: str) -> None:
+    """Copied from a terminal 80 columns wide: lines cut inside words."""
+    assert _top("\n".join(text[i : i + 80] for i in range(0, len(text), 80))) == cause
+
+
 def test_every_category_has_two_or_more_signatures_and_examples() -> None:
     per_sig = Counter(s.root_cause for s in SIGNATURES)
     per_example = Counter(c for c, _ in EXAMPLES)
@@ -431,3 +440,31 @@ def test_noise_is_not_diagnosed() -> None:
         ]
     )
     assert explain_text(noise).matches == []
+
+
+HEALTHY_RUN = """\
+W1129 10:00:00.000000 100 torch/distributed/run.py:793 Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in your application as needed.
+[default0]:node1:2001:2001 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>
+[default0]:node1:2001:2001 [0] NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open shared object file: No such file or directory No plugin found (libnccl-net.so), using internal implementation
+[default0]:node1:2001:2001 [0] NCCL INFO cudaDriverVersion 12020
+[default0]:NCCL version 2.18.1+cuda12.1
+[default1]:node1:2002:2002 [1] NCCL INFO NCCL version 2.18.1+cuda12.1
+[default0]:node1:2001:2050 [0] NCCL INFO Failed to open libibverbs.so[.1]
+[default0]:node1:2001:2050 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>
+[default0]:node1:2001:2050 [0] NCCL INFO Using network Socket
+[default0]:node1:2001:2050 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read
+[default0]:node1:2001:2050 [0] NCCL INFO Connected all rings
+[default0]:node1:2001:2050 [0] NCCL INFO comm 0x55d0 rank 0 nranks 2 cudaDev 0 busId 18000 commId 0x1 - Init COMPLETE
+[rank0]:[W1129 10:00:05.1 ProcessGroupNCCL.cpp:4561] [PG ID 0 PG GUID 0 Rank 0]  using GPU 0 to perform barrier as devices used by this process are currently unknown. This can potentially cause a hang if this rank to GPU mapping is incorrect. Specify device_ids in barrier() to force use of a particular device, or call init_process_group() with a device_id.
+[default0]:epoch 0 step 100 loss 2.3011 lr 3e-4 (1234.5 samples/s)
+[default0]:Saving checkpoint to /ckpt/epoch0.pt
+[default0]:node1:2001:2060 [0] NCCL INFO [Service thread] Connection closed by localRank 1
+[default0]:node1:2001:2001 [0] NCCL INFO comm 0x55d0 rank 0 nranks 2 cudaDev 0 busId 18000 - Abort COMPLETE
+[rank0]:[W1129 10:10:00.1 ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group has NOT been destroyed before we destruct ProcessGroupNCCL. On normal program exit, the application should call destroy_process_group to ensure that any pending NCCL operations have finished in this process. In rare cases this process can exit before this point and block the progress of another member of the process group. This constraint has always been present,  but this warning has only recently been added. For more info, please refer to https://pytorch.org/docs/stable/distributed.html#shutdown (function operator())
+"""
+
+
+@pytest.mark.parametrize("engine", ["grep", "python"])
+def test_healthy_run_has_no_findings(engine: str) -> None:
+    """Real lines of a run that worked (NCCL INFO, torchrun and c10d warnings) raise nothing."""
+    assert explain_text(HEALTHY_RUN, engine).matches == []
