@@ -67,7 +67,7 @@ def explain(
         raise typer.Exit(code)
     from ddpdoctor.triage import render
 
-    render.explain(doc, render.console(ascii_only))
+    render.explain(doc, render.console(ascii_only), ascii_only)
     raise typer.Exit(code)
 
 
@@ -104,5 +104,5 @@ def env(
 
         sys.stdout.write(render.env_markdown(doc))
     else:
-        render.env(doc, render.console(ascii_only))
+        render.env(doc, render.console(ascii_only), ascii_only)
     raise typer.Exit(EXIT_OK)

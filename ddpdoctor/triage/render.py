@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.console import Console, Group
 from rich.markup import escape
 from rich.panel import Panel
@@ -38,10 +39,23 @@ def _unknown(v: Any) -> str:
     return str(v)
 
 
+def _built(torch: dict[str, Any], key: str) -> str:
+    """A CUDA component of torch: its version, 'none' on a build or host without CUDA."""
+    if torch.get(key) is not None:
+        return str(torch[key])
+    if torch.get("imported") and not torch.get("cuda_available"):
+        return "none (no CUDA here)" if torch.get("cuda_build") else "none (CPU build)"
+    return "unknown"
+
+
 # --- explain ----------------------------------------------------------------------------------
 
 
-def explain(doc: dict[str, Any], out: Console) -> None:
+def _box(ascii_only: bool) -> box.Box:
+    return box.ASCII if ascii_only else box.ROUNDED
+
+
+def explain(doc: dict[str, Any], out: Console, ascii_only: bool = False) -> None:
     matches = doc["matches"]
     for i, m in enumerate(matches):
         body = Table.grid(padding=(0, 1))
@@ -69,6 +83,7 @@ def explain(doc: dict[str, Any], out: Console) -> None:
                 title=escape(title),
                 title_align="left",
                 border_style="red" if i == 0 else "yellow",
+                box=_box(ascii_only),
             )
         )
     extra = (
@@ -108,9 +123,9 @@ def env_sections(doc: dict[str, Any]) -> list[tuple[str, list[tuple[str, str]]]]
                     if torch.get("imported")
                     else _unknown(torch.get("error") or torch.get("version")),
                 ),
-                ("CUDA build", _unknown(torch.get("cuda_build"))),
-                ("cuDNN", _unknown(torch.get("cudnn"))),
-                ("NCCL", _unknown(torch.get("nccl"))),
+                ("CUDA build", _built(torch, "cuda_build")),
+                ("cuDNN", _built(torch, "cudnn")),
+                ("NCCL", _built(torch, "nccl")),
                 ("debug build", _unknown(torch.get("debug_build"))),
                 (
                     "backends",
@@ -223,7 +238,7 @@ def env_sections(doc: dict[str, Any]) -> list[tuple[str, list[tuple[str, str]]]]
     return sections
 
 
-def env(doc: dict[str, Any], out: Console) -> None:
+def env(doc: dict[str, Any], out: Console, ascii_only: bool = False) -> None:
     for title, rows in env_sections(doc):
         table = Table.grid(padding=(0, 2))
         table.add_column(style="bold", no_wrap=True)
@@ -231,7 +246,15 @@ def env(doc: dict[str, Any], out: Console) -> None:
         for label, value in rows:
             table.add_row(escape(label), escape(value))
         style = "red" if title == "Warnings" else "blue"
-        out.print(Panel(Group(table), title=title, title_align="left", border_style=style))
+        out.print(
+            Panel(
+                Group(table),
+                title=title,
+                title_align="left",
+                border_style=style,
+                box=_box(ascii_only),
+            )
+        )
 
 
 def env_markdown(doc: dict[str, Any]) -> str:
