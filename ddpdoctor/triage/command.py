@@ -1,15 +1,108 @@
-"""`ddpdoctor explain` and `ddpdoctor env`: placeholders until the triage issue lands."""
+"""`ddpdoctor explain` and `ddpdoctor env`: thin typer functions (parse → call → render → exit).
+
+Imported at every CLI start, so everything heavy (rich, psutil, the signature table) is
+imported inside the functions.
+"""
 
 from __future__ import annotations
 
-from ddpdoctor.errors import CannotRun
+from typing import Annotated
+
+import typer
+
+from ddpdoctor.errors import EXIT_OK, EXIT_PROBLEMS, UsageError
+from ddpdoctor.options import AsciiOpt, DebugOpt, JsonOpt
 
 
-def explain() -> None:
-    """Explain a crash log or pasted traceback (not built yet)."""
-    raise CannotRun("explain is not built yet")
+def explain(
+    path: Annotated[
+        str,
+        typer.Argument(
+            metavar="[FILE|-]", help="Log or ticket text to explain; '-' or nothing = stdin."
+        ),
+    ] = "-",
+    json_path: JsonOpt = None,
+    ascii_only: AsciiOpt = False,
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            help="auto | grep | python: how lines are scanned (auto = grep if usable).",
+            hidden=True,
+        ),
+    ] = "auto",
+    debug: DebugOpt = False,
+) -> None:
+    """Explain a crash log or pasted ticket: the root cause, the evidence, why, and the fix."""
+    import sys
+
+    from ddpdoctor import schema
+    from ddpdoctor.triage.matcher import explain_stream
+    from ddpdoctor.triage.report import explain_doc
+
+    if engine not in ("auto", "grep", "python"):
+        raise UsageError(f"--engine must be auto, grep or python, not {engine!r}")
+    schema.check_writable(json_path)
+    if path == "-":
+        diagnosis = explain_stream(sys.stdin.buffer, engine)
+    else:
+        try:
+            fh = open(path, "rb")  # noqa: SIM115 - closed below; errors become one line
+        except OSError as e:
+            raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
+        with fh:
+            if not _is_readable_file(fh):
+                raise UsageError(f"cannot read {path}: not a regular file")
+            diagnosis = explain_stream(fh, engine)
+    doc = explain_doc(diagnosis, path)
+    code = EXIT_OK if doc["matches"] else EXIT_PROBLEMS
+    if json_path:
+        schema.write(doc, json_path)
+        if json_path == "-":
+            if not doc["matches"]:
+                print(doc["advice"], file=sys.stderr)
+            raise typer.Exit(code)
+    if not doc["matches"]:
+        print(doc["advice"], file=sys.stderr)
+        raise typer.Exit(code)
+    from ddpdoctor.triage import render
+
+    render.explain(doc, render.console(ascii_only), ascii_only)
+    raise typer.Exit(code)
 
 
-def env() -> None:
-    """A paste-safe snapshot of this node (not built yet)."""
-    raise CannotRun("env is not built yet")
+def _is_readable_file(fh) -> bool:
+    import os
+    import stat
+
+    mode = os.fstat(fh.fileno()).st_mode
+    return not stat.S_ISDIR(mode)
+
+
+def env(
+    json_path: JsonOpt = None,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print a fenced block to paste into a ticket.")
+    ] = False,
+    ascii_only: AsciiOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """A paste-safe snapshot of this node: versions, GPUs, CPU, /dev/shm, network, variables."""
+    from ddpdoctor import envinfo, schema
+    from ddpdoctor.triage.report import env_doc
+
+    schema.check_writable(json_path)
+    doc = env_doc(envinfo.snapshot(include_torch=True, resolve_hostname=True))
+    if json_path:
+        schema.write(doc, json_path)
+        if json_path == "-":
+            raise typer.Exit(EXIT_OK)
+    from ddpdoctor.triage import render
+
+    if markdown:
+        import sys
+
+        sys.stdout.write(render.env_markdown(doc))
+    else:
+        render.env(doc, render.console(ascii_only), ascii_only)
+    raise typer.Exit(EXIT_OK)
