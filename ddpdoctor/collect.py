@@ -351,7 +351,7 @@ def assemble(
     for cid in spec["checks"]:
         entries = by_check.get(cid, {})
         if not entries:
-            why = f"not reached: {_short(root)}" if root else "not run"
+            why = f"not reached: rank {root.rank} {root.state} (see the root cause)" if root else "not run"
             result = CheckResult(cid, getattr(registry.load(cid), "TITLE", cid), SKIP, why)
         else:
             result = _judge_check(cid, entries, world)
