@@ -48,7 +48,7 @@ RISKY = {
     "NCCL_ASYNC_ERROR_HANDLING": ("0", "a failed collective then hangs instead of ending the job"),
     "NCCL_DEBUG": ("TRACE", "TRACE logging slows every collective"),
 }
-VERSION_KEYS = ("torch", "python", "cuda", "nccl", "ddpdoctor")
+VERSION_KEYS = ("torch", "python", "cuda", "nccl", "driver", "ddpdoctor")
 
 
 def _versions() -> dict[str, str | None]:
@@ -110,15 +110,72 @@ def run(ctx: Any) -> dict[str, Any]:
     try:
         from ddpdoctor import envinfo  # the node snapshot that `ddpdoctor env` prints
 
-        data["snapshot"] = envinfo.snapshot()
+        snap = envinfo.snapshot()
+        data["snapshot"] = snap
+        data["versions"]["driver"] = (snap.get("gpus") or {}).get("driver")
+        data["net"] = _traffic_interface(snap, ctx.backend)
     except Exception:  # noqa: BLE001 - the snapshot is a bonus, never a failure
         pass
     return data
 
 
+def _traffic_interface(snap: dict[str, Any], backend: str) -> dict[str, Any]:
+    """The interface the backend will carry traffic on, and its MTU (from the node snapshot)."""
+    net = snap.get("network") or {}
+    picks = (net.get("nccl" if backend == "nccl" else "gloo") or {}).get("interfaces") or []
+    if not picks:
+        picks = (net.get("nccl") or {}).get("interfaces") or []
+    mtus = {i.get("name"): i.get("mtu") for i in net.get("interfaces") or []}
+    name = picks[0] if picks else None
+    return {"interface": name, "mtu": mtus.get(name), "backend": backend}
+
+
 def _compare(per_rank: dict[int, dict[str, Any]], hosts: dict[int, str], key: str) -> str | None:
     values = {r: d["vars"].get(key, "<unset>") for r, d in per_rank.items()}
     return spread(values, hosts) if len(group_by_value(values)) > 1 else None
+
+
+def _per_host_differences(
+    per_rank: dict[int, dict[str, Any]], hosts: dict[int, str]
+) -> list[Finding]:
+    """Node-level settings that must match across nodes: the MTU of the interface traffic uses
+    (jumbo frames on some nodes only), and CUDA_VISIBLE_DEVICES as a node exports it."""
+    findings = []
+    first_rank_of: dict[str, int] = {}
+    for r in sorted(per_rank):
+        first_rank_of.setdefault(hosts.get(r, "?"), r)
+    if len(first_rank_of) < 2:
+        return findings
+    reps = {r: per_rank[r] for r in first_rank_of.values()}
+    mtu = {
+        r: (d.get("net") or {}).get("mtu")
+        for r, d in reps.items()
+        if (d.get("net") or {}).get("mtu")
+    }
+    if len(group_by_value(mtu)) > 1:
+        findings.append(
+            get("mtu-mismatch").finding(
+                f"MTU of the traffic interface differs: {_by_host(mtu, hosts)}", sorted(mtu)
+            )
+        )
+    cvd = {r: d["vars"].get("CUDA_VISIBLE_DEVICES", "<unset>") for r, d in reps.items()}
+    if len(group_by_value(cvd)) > 1:
+        findings.append(
+            get("env-inconsistent").finding(
+                f"CUDA_VISIBLE_DEVICES differs across nodes: {_by_host(cvd, hosts)}",
+                sorted(cvd),
+                variable="CUDA_VISIBLE_DEVICES",
+            )
+        )
+    return findings
+
+
+def _by_host(values: dict[int, Any], hosts: dict[int, str]) -> str:
+    """'9000 on node-a,node-b; 1500 on node-c' (one value per host)."""
+    return "; ".join(
+        f"{v} on {','.join(sorted({hosts.get(r, '?') for r in rs}))}"
+        for v, rs in group_by_value(values).items()
+    )
 
 
 def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
@@ -222,6 +279,8 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
                     f"{key} differs: {spread(values, hosts)}", list(per_rank), component=key
                 )
             )
+
+    findings += _per_host_differences(per_rank, hosts)
 
     nonces = {r: d.get("nonce", "") for r, d in per_rank.items()}
     if len(group_by_value(nonces)) > 1:

@@ -62,6 +62,7 @@ def plan(
     """Every usage error is raised here, before anything is started. `job_checks` replaces the check
     selection for commands that run another job through the same launcher (bench-allreduce);
     `steps` bounds the run's length in collective steps (default: one per check)."""
+    args = _with_slurm(args)
     if args.backend not in BACKENDS:
         raise UsageError(f"--backend must be one of {', '.join(BACKENDS)}, not {args.backend!r}")
     if args.fail_on not in FAIL_ON:
@@ -123,15 +124,59 @@ def plan(
         "timeout": args.timeout,
         "backend": backend,
         "backend_reason": reason,
-        "nonce": secrets.token_hex(8),
+        "nonce": _nonce(args, checks),
         "managed": True,
         "nnodes": args.nnodes,
         "world_size": nproc * args.nnodes,
         "master_port": port,
+        "master_addr": args.master_addr or (args.rdzv_endpoint or "").rsplit(":", 1)[0] or None,
+        "node_rank": args.node_rank,
         "port_given": args.master_port is not None,
         "options": options or {},
     }
     return Plan(spec=spec, job=job, keep_run_dir=bool(args.run_dir))
+
+
+def _nonce(args: CheckArgs, checks: list[str]) -> str:
+    """What every rank of one run must agree on. One node: random. Several nodes: each node's
+    ddpdoctor derives it from the job's shared parameters, so only a rank of another job (or of
+    the same job started with other options) disagrees."""
+    if args.nnodes <= 1:
+        return secrets.token_hex(8)
+    import hashlib
+
+    shared = [
+        args.master_addr,
+        args.master_port,
+        args.rdzv_endpoint,
+        args.rdzv_id,
+        args.nnodes,
+        args.timeout,
+        ",".join(checks),
+    ]
+    return hashlib.sha1(repr(shared).encode()).hexdigest()[:16]
+
+
+def _with_slurm(args: CheckArgs) -> CheckArgs:
+    """Inside a multi-node srun, take placement from Slurm unless the user gave it explicitly."""
+    import os
+    from dataclasses import replace
+
+    from ddpdoctor import slurm
+
+    explicit = (
+        args.nnodes != 1 or args.master_addr or args.rdzv_endpoint or args.node_rank is not None
+    )
+    where = None if explicit else slurm.placement(os.environ)
+    if where is None:
+        return args
+    return replace(
+        args,
+        nnodes=where.nnodes,
+        node_rank=where.node_rank,
+        master_addr=where.master_addr,
+        master_port=args.master_port or where.master_port,
+    )
 
 
 def preflight(p: Plan) -> list[Any]:

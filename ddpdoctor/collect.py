@@ -76,6 +76,8 @@ def _remote_view(
             data = entry.get("data") or {}
             if cid == "env":
                 v["host"], v["pid"] = data.get("host"), data.get("pid")
+            if cid == "process_group":
+                v["device"] = data.get("device")
     return view
 
 
@@ -322,6 +324,10 @@ def assemble(
     beats = rundir.read_beats(run_dir)
     world_size = int(spec.get("world_size") or 0)
     order = list(spec["checks"])
+    local = set(docs) | set(beats)
+    gathered = (run_dir / rundir.GATHERED).exists()
+    # On a node without rank 0 (multi-node), we only know our own ranks: say so, judge those.
+    node_view = int(spec.get("nnodes") or 1) > 1 and 0 not in local and not gathered and bool(local)
     states = _rank_states(
         world_size,
         docs,
@@ -330,6 +336,8 @@ def assemble(
         _remote_view(by_check, order),
         order[-1] if order else None,
     )
+    if node_view:
+        states = [s for s in states if s.rank in local]
     world_size = world_size or len(states) or 1
     hosts = {s.rank: s.host for s in states if s.host}
     world = World(
@@ -351,11 +359,16 @@ def assemble(
     for cid in spec["checks"]:
         entries = by_check.get(cid, {})
         if not entries:
-            why = f"not reached: rank {root.rank} {root.state} (see the root cause)" if root else "not run"
+            why = (
+                f"not reached: rank {root.rank} {root.state} (see the root cause)"
+                if root
+                else "not run"
+            )
             result = CheckResult(cid, getattr(registry.load(cid), "TITLE", cid), SKIP, why)
         else:
             result = _judge_check(cid, entries, world)
-            missing = sorted(r for r in range(world_size) if r not in entries)
+            expected = sorted(local) if node_view else range(world_size)
+            missing = sorted(r for r in expected if r not in entries)
             if missing and result.status != SKIP:
                 result.summary += f" ({ranks_txt(missing)} did not report)"
         checks.append(result)
@@ -391,11 +404,14 @@ def assemble(
                 "verdict": getattr(outcome, "verdict", None),
                 "returncode": getattr(outcome, "returncode", None),
                 "master_port": spec.get("master_port"),
+                "master_addr": spec.get("master_addr"),
+                "node_rank": spec.get("node_rank"),
+                "view": "node" if node_view else "job",
                 "launcher_tail": getattr(outcome, "launcher_tail", None),
             }.items()
             if v is not None
         },
-        hosts=_hosts(states),
+        hosts=_hosts(states, by_check.get("env", {})),
     )
 
 
@@ -454,13 +470,18 @@ def _place_rank_findings(
                 target.summary = f"rank {rank} {st.state} here"
 
 
-def _hosts(states: list[RankState]) -> list[dict[str, Any]]:
+def _hosts(states: list[RankState], env: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The per-host section: ranks, devices, versions and the interface traffic will use."""
     out: dict[str, dict[str, Any]] = {}
     for s in states:
         h = out.setdefault(s.host or "?", {"host": s.host or "?", "ranks": [], "devices": []})
         h["ranks"].append(s.rank)
-        if s.device:
+        if s.device and s.device not in h["devices"]:
             h["devices"].append(s.device)
+        data = (env.get(s.rank) or {}).get("data") or {}
+        if data and "versions" not in h:
+            h["versions"] = data.get("versions", {})
+            h["net"] = data.get("net", {})
     return list(out.values())
 
 

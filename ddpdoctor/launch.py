@@ -47,13 +47,21 @@ class LaunchSpec:
     env: dict[str, str] = field(default_factory=dict)
     startup_s: float = 60.0
 
+    def local_ranks(self) -> set[int] | None:
+        """This node's global ranks when the placement is static; None with a dynamic
+        rendezvous (c10d assigns them: they are learnt from the workers as they start)."""
+        if self.rdzv_endpoint and self.nnodes > 1:
+            return None
+        base = (self.node_rank or 0) * self.nproc
+        return set(range(base, base + self.nproc))
+
     @property
     def grace_s(self) -> float:
         return 3.0 + 0.1 * self.timeout
 
     @property
     def deadline_s(self) -> float:
-        """The whole run's bound: start-up, then every check at the control group's deadline."""
+        """The whole run's bound: start-up, then every check at its deadline plus the exchange's."""
         return self.startup_s + self.checks_count * (2 * self.timeout + 5)
 
 
@@ -253,7 +261,7 @@ def run(
     killed_at = None
     done_at: float | None = None
     dead_at: dict[int, float] = {}
-    expected = set(range(spec.nproc)) if spec.nnodes == 1 else None
+    expected = spec.local_ranks()
     try:
         while proc.poll() is None:
             time.sleep(POLL_S)
@@ -268,7 +276,8 @@ def run(
             unfinished = {
                 r for r in local if not beats.get(r, {}).get("finished") and r not in dead_at
             }
-            if not unfinished:
+            finished = [r for r in local if beats.get(r, {}).get("finished")]
+            if not unfinished and len(finished) >= spec.nproc:
                 # every rank is done and has said so: torchrun's own teardown adds nothing
                 done_at = done_at or now
                 if now - done_at > FINISHED_GRACE_S:
@@ -292,6 +301,8 @@ def run(
             ]
             if finished_any:  # the others are done: whoever is still not moving is stuck
                 stuck += [r for r in unfinished if r not in stuck and idle(r) > spec.grace_s]
+            if expected is None and len(local) < spec.nproc and now - started > spec.startup_s:
+                stuck += sorted(unfinished) or [-1]  # some of this node's ranks never started
             if stuck:
                 verdict, hung = "hung", sorted(set(stuck))
                 reason = f"rank {','.join(map(str, hung))} made no progress"

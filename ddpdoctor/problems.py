@@ -125,6 +125,14 @@ _TABLE = [
         "DETAIL checks every collective (slow) and with torch 2.13 on CPU it can crash DDP's logger.",
         "Use it only while debugging a mismatch; unset it for training runs.",
     ),
+    Problem(
+        "DDP111",
+        "mtu-mismatch",
+        _F,
+        "The network MTU differs across nodes",
+        "Jumbo frames on some nodes only: large packets are dropped or fragmented, collectives stall or crawl.",
+        "Set the same MTU on the traffic interface of every node (ip link set dev IF mtu N) and on the switch.",
+    ),
     # process group -----------------------------------------------------------------------------
     Problem(
         "DDP201",

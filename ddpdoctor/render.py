@@ -102,9 +102,16 @@ def report(
     con = console or make_console(ascii_only)
     out = _Out(con, ascii_only)
     hosts = len({s.host for s in rep.ranks if s.host}) or 1
+    node_view = rep.launch.get("view") == "node"
+    where = (
+        f"{plural(rep.world_size, 'rank')} on {plural(rep.nnodes, 'node')}, this node: "
+        f"{ranks_txt(s.rank for s in rep.ranks)}"
+        if node_view
+        else f"{plural(rep.world_size, 'rank')} on {plural(hosts, 'host')}"
+    )
     out(
         f"[bold]ddpdoctor check[/] · {rep.backend} ({escape(rep.backend_reason)}) · "
-        f"{plural(rep.world_size, 'rank')} on {plural(hosts, 'host')} · {rep.duration_s:.1f} s"
+        f"{where} · {rep.duration_s:.1f} s"
     )
     out()
     for c in rep.checks:
@@ -127,6 +134,8 @@ def report(
     if rep.root_cause:
         out()
         out(f"[bold red]Root cause:[/] {escape(rep.root_cause['message'])}")
+    if verbose or len(rep.hosts) > 1:
+        _hosts_table(rep, con, out)
     if verbose:
         _verbose(rep, con, out)
     out()
@@ -140,8 +149,40 @@ def report(
         f"{plural(counts['info'], 'note')} in {plural(len(rep.checks), 'check')} "
         f"({rep.duration_s:.1f} s)."
     )
+    if node_view:
+        master = rep.launch.get("master_addr") or "the node that runs rank 0"
+        out(
+            f"This is node {rep.launch.get('node_rank', '?')}'s view: the full report is printed on {master} "
+            "(the node that runs rank 0)."
+        )
     if run_dir:
         out(f"[dim]Rank files and logs: {run_dir}[/]")
+
+
+def _hosts_table(rep: Report, con: Console, out: _Out) -> None:
+    from rich import box
+
+    from ddpdoctor.ranks import fmt_ranks
+
+    table = Table(
+        title="Hosts", title_justify="left", box=box.ASCII if out.ascii_only else box.HEAVY_HEAD
+    )
+    for col in ("host", "ranks", "devices", "torch", "NCCL", "driver", "interface", "MTU"):
+        table.add_column(col, overflow="fold")
+    for h in rep.hosts:
+        v, n = h.get("versions") or {}, h.get("net") or {}
+        table.add_row(
+            h["host"],
+            fmt_ranks(h["ranks"]),
+            ", ".join(sorted(set(h.get("devices") or []))),
+            str(v.get("torch") or ""),
+            str(v.get("nccl") or "-"),
+            str(v.get("driver") or "-"),
+            str(n.get("interface") or "?"),
+            str(n.get("mtu") or "?"),
+        )
+    out()
+    con.print(table)
 
 
 def _verbose(rep: Report, con: Console, out: _Out) -> None:

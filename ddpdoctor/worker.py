@@ -208,6 +208,7 @@ def run_checks(ctx: RankContext, rec: Recorder, spec: dict[str, Any]) -> None:
     order = registry.run_order(selected)
     broken: str | None = None  # why later collective checks are skipped, agreed on every rank
     can_gather = False
+    pending: list[tuple[str, dict[str, Any]]] = []  # results from before the group existed (env)
     for cid in order:
         mod = registry.load(cid)
         shown = cid in selected
@@ -237,6 +238,16 @@ def run_checks(ctx: RankContext, rec: Recorder, spec: dict[str, Any]) -> None:
             can_gather = ctx.control is not None
             if entry["status"] != "ok":
                 broken = "the process group could not be initialised"
+        if entry["status"] == "timeout":
+            # A peer is stuck or unreachable: an exchange would only wait for it again. Peers
+            # that finished give up on the exchange after its own deadline and skip likewise.
+            can_gather = False
+        if not can_gather and ctx.control is None and shown:
+            pending.append((cid, entry))
+        if can_gather:
+            for earlier, earlier_entry in pending:  # every rank has the same pending list
+                can_gather, broken = _exchange(ctx, rec, earlier, earlier_entry, broken)
+            pending.clear()
         if can_gather:
             can_gather, broken = _exchange(ctx, rec, cid, entry, broken)
         elif entry["status"] != "ok" and getattr(mod, "COLLECTIVE", False):
