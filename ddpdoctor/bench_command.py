@@ -30,6 +30,8 @@ class BenchArgs:
     op: str = "sum"
     csv_path: str | None = None
     expect_busbw: float | None = None
+    pairs: bool = False
+    slow_ratio: float = 0.7
 
 
 def _size(text: str, opt: str) -> int:
@@ -62,12 +64,14 @@ def options(args: BenchArgs, backend: str) -> dict[str, Any]:
         args.expect_busbw > 0 and math.isfinite(args.expect_busbw)
     ):
         raise UsageError("--expect-busbw must be a positive number of GB/s")
+    if not 0 < args.slow_ratio < 1:
+        raise UsageError(f"--slow-ratio must be between 0 and 1, not {args.slow_ratio:g}")
     lo = _size(args.min_bytes, "--min-bytes")
-    hi = (
-        _size(args.max_bytes, "--max-bytes")
-        if args.max_bytes
-        else (256 << 20 if backend == "nccl" else 64 << 20)
-    )
+    if args.pairs:  # one message size per pair: big enough to measure bandwidth, quick on CPU
+        default_hi = 64 << 20 if backend == "nccl" else 4 << 20
+    else:
+        default_hi = 256 << 20 if backend == "nccl" else 64 << 20
+    hi = _size(args.max_bytes, "--max-bytes") if args.max_bytes else default_hi
     if lo > hi:
         raise UsageError(
             f"--min-bytes ({bench.human_bytes(lo)}) is larger than --max-bytes ({bench.human_bytes(hi)})"
@@ -84,6 +88,7 @@ def options(args: BenchArgs, backend: str) -> dict[str, Any]:
         "dtype": args.dtype,
         "op": args.op,
         "expect_busbw": args.expect_busbw,
+        "slow_ratio": args.slow_ratio,
     }
 
 
@@ -91,7 +96,16 @@ def document(report: Report, opts: dict[str, Any]) -> dict[str, Any]:
     """The `ddpdoctor.bench/1` JSON document."""
     row = next((c for c in report.checks if c.id == "bench"), None)
     rows = (row.metrics.get("rows") if row else None) or []
-    return {
+    pairs = next((c for c in report.checks if c.id == "pairs"), None)
+    extra: dict[str, Any] = {}
+    if pairs is not None:
+        extra = {
+            "pairs": pairs.metrics.get("pairs", []),
+            "units": pairs.metrics.get("units", []),
+            "median_busbw_gbps": pairs.metrics.get("median_busbw_gbps"),
+            "slow_ratio": opts["slow_ratio"],
+        }
+    return extra | {
         "schema": schema.tag("bench"),
         "status": report.status,
         "backend": report.backend,
@@ -137,10 +151,12 @@ def run(args: BenchArgs) -> int:
     count, source = gpus.visible_gpus()
     backend, _why = gpus.resolve_backend(args.launch.backend, count, source)
     opts = options(args, backend)
-    nsizes = len(
-        bench_job.sizes(opts["min_bytes"], opts["max_bytes"], opts["factor"], opts["dtype"])
-    )
-    p = plan(args.launch, job_checks=["bench"], options={"bench": opts}, steps=nsizes + 2)
+    if args.pairs:
+        job, steps = ["pairs"], 2 * args.launch.nnodes * (args.launch.nproc or 8) + 2  # ~ rounds
+    else:
+        sizes = bench_job.sizes(opts["min_bytes"], opts["max_bytes"], opts["factor"], opts["dtype"])
+        job, steps = ["bench"], len(sizes) + 2
+    p = plan(args.launch, job_checks=job, options={"bench": opts}, steps=steps)
     json_only = args.launch.json_path == "-"
     report = None
     try:

@@ -160,6 +160,19 @@ def bench_allreduce(
             help="Exit 1 when the average busbw over sizes >= 1 MiB is lower.",
         ),
     ] = None,
+    pairs: Annotated[
+        bool,
+        typer.Option(
+            "--pairs",
+            help="Measure every pair of nodes (or ranks) in disjoint rounds; name slow ones.",
+        ),
+    ] = False,
+    slow_ratio: Annotated[
+        float,
+        typer.Option(
+            "--slow-ratio", help="With --pairs: a pair below this fraction of the median is slow."
+        ),
+    ] = 0.7,
     verbose: VerboseOpt = False,
     ascii_only: AsciiOpt = False,
     master_addr: MasterAddrOpt = None,
@@ -206,6 +219,8 @@ def bench_allreduce(
             op=op,
             csv_path=csv_path,
             expect_busbw=expect_busbw,
+            pairs=pairs,
+            slow_ratio=slow_ratio,
         )
     )
     raise typer.Exit(code)

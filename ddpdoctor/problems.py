@@ -249,6 +249,23 @@ _TABLE = [
         "A collective failed because a peer went away mid-operation; this is a consequence, not the cause.",
         "Look at the rank reported as crashed, hung or missing: it is the root cause.",
     ),
+    Problem(
+        "DDP406",
+        "slow-node",
+        _F,
+        "A node is slow to its peers",
+        "Most pairs that include this node run well below the others: its NIC, cable, switch port or "
+        "settings (MTU, interface, IB disabled) hold back every collective it joins.",
+        "Inspect that node's link (ethtool/ibstat, MTU, NCCL_SOCKET_IFNAME, NCCL_IB_*) or drain it.",
+    ),
+    Problem(
+        "DDP407",
+        "slow-link",
+        _F,
+        "One link between two nodes is slow",
+        "Both nodes are fine with other peers; the path between them is not (a cable, a switch hop, routing).",
+        "Check the route and switch ports between these two nodes.",
+    ),
     # sampler -----------------------------------------------------------------------------------
     Problem(
         "DDP501",

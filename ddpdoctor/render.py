@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from ddpdoctor.bench import human_bytes
 from ddpdoctor.model import Report
 from ddpdoctor.problems import Problem
 
@@ -217,27 +218,8 @@ def _verbose(rep: Report, con: Console, out: _Out) -> None:
         out(f"[dim]torchrun command:[/] {escape(shlex.join(cmd))}", soft_wrap=True)
 
 
-def bench(
-    rep: Report,
-    doc: dict[str, Any],
-    verbose: bool = False,
-    ascii_only: bool = False,
-    console: Console | None = None,
-) -> None:
-    """nccl-tests' table (plus the slowest/fastest rank), a busbw bar chart, the average line,
-    then any finding (wrong values, the gate, a crashed or hung rank)."""
-    from ddpdoctor.bench import human_bytes
-    from ddpdoctor.ranks import plural
-
-    con = console or make_console(ascii_only)
-    out = _Out(con, ascii_only)
-    hosts = len({s.rank for s in rep.ranks if s.host}) and len(
-        {s.host for s in rep.ranks if s.host}
-    )
-    out(
-        f"[bold]ddpdoctor bench-allreduce[/] · {rep.backend} · {plural(rep.world_size, 'rank')} on "
-        f"{plural(hosts or 1, 'host')} · {doc['dtype']} {doc['op']} · {doc['iters']} iters, {doc['warmup']} warm-up"
-    )
+def _sweep(doc: dict[str, Any], out: _Out, ascii_only: bool) -> None:
+    """nccl-tests' table (plus the slowest/fastest rank), a busbw bar chart, the average line."""
     # nccl-tests' fixed-width layout, so admins can read it the way they read all_reduce_perf
     head = f"{'size':>12} {'count':>11} {'type':>8} {'redop':>5} {'time':>10} {'algbw':>8} {'busbw':>8} {'wrong':>6}"
     out(f"[bold]#{head[1:]}  {'slowest':>14}  {'fastest':>14}[/]", soft_wrap=True)
@@ -269,6 +251,55 @@ def bench(
         if avg is not None
         else "# Avg bus bandwidth    : n/a (no size >= 1 MiB)"
     )
+
+
+def _pairs(doc: dict[str, Any], out: _Out) -> None:
+    """The pair matrix: busbw (GB/s) between every two units, slow pairs marked."""
+    units, pairs = doc.get("units") or [], doc["pairs"]
+    if not pairs:
+        out("No pairs to measure (one unit).")
+        return
+    cell = {(p["a"], p["b"]): p for p in pairs} | {(p["b"], p["a"]): p for p in pairs}
+    width = max(10, *(len(u) for u in units)) + 1
+    out(
+        f"[bold]pair busbw (GB/s), {human_bytes(pairs[0]['bytes'])} messages; slow (*) below "
+        f"{doc.get('slow_ratio', 0.7):g} x the median {doc.get('median_busbw_gbps') or 0:.3f}[/]",
+        soft_wrap=True,
+    )
+    out(" " * width + "".join(f"{u:>{width}}" for u in units), soft_wrap=True)
+    for a in units:
+        row = ""
+        for b in units:
+            p = cell.get((a, b))
+            txt = "-" if p is None else f"{p['busbw_gbps']:.3f}" + ("*" if p["slow"] else " ")
+            row += f"{txt:>{width}}"
+        out(f"{a:<{width}}{row}", soft_wrap=True)
+
+
+def bench(
+    rep: Report,
+    doc: dict[str, Any],
+    verbose: bool = False,
+    ascii_only: bool = False,
+    console: Console | None = None,
+) -> None:
+    """nccl-tests' table (plus the slowest/fastest rank), a busbw bar chart, the average line,
+    then any finding (wrong values, the gate, a crashed or hung rank)."""
+    from ddpdoctor.ranks import plural
+
+    con = console or make_console(ascii_only)
+    out = _Out(con, ascii_only)
+    hosts = len({s.rank for s in rep.ranks if s.host}) and len(
+        {s.host for s in rep.ranks if s.host}
+    )
+    out(
+        f"[bold]ddpdoctor bench-allreduce[/] · {rep.backend} · {plural(rep.world_size, 'rank')} on "
+        f"{plural(hosts or 1, 'host')} · {doc['dtype']} {doc['op']} · {doc['iters']} iters, {doc['warmup']} warm-up"
+    )
+    if "pairs" in doc:
+        _pairs(doc, out)
+    else:
+        _sweep(doc, out, ascii_only)
     for c in rep.checks:
         for f in c.findings:
             out(
