@@ -1,0 +1,27 @@
+"""DDL007 (a note): a script that calls init_process_group but never destroy_process_group."""
+
+from __future__ import annotations
+
+from ddpdoctor.lint.finding import Hit
+from ddpdoctor.lint.index import ModuleIndex
+
+TEARDOWN_WORDS = ("destroy", "cleanup", "clean_up", "teardown", "shutdown", "finalize")
+
+
+def check(index: ModuleIndex) -> list[Hit]:
+    if not index.init_calls:
+        return []
+    at_top_level = any(index.scope_of(c) is index.tree for c in index.init_calls)
+    if not (index.has_main_guard or at_top_level):
+        return []  # a helper module: its caller decides when training ends
+    for name in index.calls_by_name:
+        low = name.lower()
+        if any(w in low for w in TEARDOWN_WORDS):
+            return []
+    return [
+        Hit(
+            index.init_calls[0],
+            "DDL007",
+            "init_process_group without destroy_process_group at the end of training",
+        )
+    ]
