@@ -210,9 +210,7 @@ def _every_rank(index: ModuleIndex, node: ast.AST, seen: set[ast.AST]) -> ast.Ca
     seen.add(scope)
     sites = index.call_sites.get(scope, [])
     if not sites:
-        name = getattr(scope, "name", "")
-        is_entry = name == "main" or scope in index.spawn_targets or name in index.name_loads
-        return None if is_entry and not index.enclosing_class(scope) else False
+        return None if scope in index.entry_points else False
     for site in sites:
         if _every_rank(index, site, seen) is not False:
             return site

@@ -269,6 +269,8 @@ class ModuleIndex:
         `obj.f()` → methods named f (of `self`'s class when the receiver is self)."""
         func = call.func
         if isinstance(func, ast.Name):
+            if func.id in self.classes:
+                return self._methods_of(self.classes[func.id], "__init__")
             return [f for f in self.functions.get(func.id, ()) if not self.enclosing_class(f)]
         if isinstance(func, ast.Attribute):
             methods = [f for f in self.functions.get(func.attr, ()) if self.enclosing_class(f)]
@@ -281,8 +283,27 @@ class ModuleIndex:
                 return same or methods
             if recv is not None and recv.split(".", 1)[0] in self.aliases:
                 return []  # a module's function, not ours
-            return methods
+            if recv in self.classes:
+                return self._methods_of(self.classes[recv], func.attr)
+            return self._methods_on(func.value, func.attr, methods)
         return []
+
+    def _methods_of(self, cls: ast.ClassDef, name: str) -> list[ast.AST]:
+        return [f for f in self.functions.get(name, ()) if self.enclosing_class(f) is cls]
+
+    def _methods_on(self, recv: ast.expr, name: str, methods: list[ast.AST]) -> list[ast.AST]:
+        """`trainer.train()` runs Trainer.train when trainer = Trainer(...); a receiver we
+        cannot trace may be any of our classes; `self.model.train()` on a torch module is
+        none of ours."""
+        found: list[ast.AST] = []
+        for origin in self.origins(recv):
+            if origin is UNKNOWN:
+                return methods
+            if isinstance(origin, ast.Call) and isinstance(origin.func, ast.Name):
+                cls = self.classes.get(origin.func.id)
+                if cls is not None:
+                    found.extend(m for m in self._methods_of(cls, name) if m not in found)
+        return found
 
     @cached_property
     def call_sites(self) -> dict[ast.AST, list[ast.Call]]:
@@ -305,6 +326,20 @@ class ModuleIndex:
             if isinstance(fn, ast.Name):
                 targets.update(self.functions.get(fn.id, ()))
         return targets
+
+    @cached_property
+    def entry_points(self) -> set[ast.AST]:
+        """Functions that start a run though nothing here calls them: `main`, spawned workers,
+        and functions handed to a call at module level (`fire.Fire(train)`)."""
+        entries = set(self.spawn_targets)
+        entries.update(f for f in self.functions.get("main", ()) if not self.enclosing_class(f))
+        for call in self.calls:
+            if self.scope_of(call) is not self.tree:
+                continue
+            for arg in call.args:
+                if isinstance(arg, ast.Name):
+                    entries.update(self.functions.get(arg.id, ()))
+        return entries
 
     def closure(self, seeds: set[ast.AST]) -> set[ast.AST]:
         """Functions in seeds plus every function that (transitively) calls one of them."""
@@ -355,7 +390,8 @@ class ModuleIndex:
         if isinstance(expr, ast.NamedExpr):
             return self.origins(expr.value, _depth + 1)
         if isinstance(expr, ast.Call):
-            funcs = self.resolve_call(expr) if isinstance(expr.func, ast.Name) else []
+            plain = isinstance(expr.func, ast.Name) and expr.func.id not in self.classes
+            funcs = self.resolve_call(expr) if plain else []
             if funcs:
                 out = set()
                 for f in funcs:

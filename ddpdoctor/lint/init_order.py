@@ -104,39 +104,46 @@ class _InitOrder:
         return self.summaries[func]
 
     def run(self, scope: ast.AST, report: bool) -> _Summary:
-        """Walk the scope's calls in execution order from 'no process group yet'."""
+        """Walk the scope's calls in execution order from 'no process group yet'. A
+        destroy_process_group before the init means a group existed: a re-init, not a bug."""
         out = _Summary()
+        pending: list[Hit] = []
         for call in calls_in_order(self.index, list(scope.body)):
             if out.inits:
                 break
             if self.is_init(call):
                 out.inits = True
                 continue
+            if self.index.callee_name(call) == "destroy_process_group":
+                return _Summary(inits=True)
             label = self.use_label(call)
             if label is not None:
                 if not self.checks_initialized(call, scope):
                     out.uses_before_init.append(call)
-                    if report:
-                        self.hit(call, f"{label} runs before init_process_group on this path")
+                    pending.append(
+                        Hit(call, "DDL001", f"{label} runs before init_process_group on this path")
+                    )
                 continue
             for func in self.index.resolve_call(call):
                 sub = self.summary(func)
                 if sub.uses_before_init and not sub.inits:
                     out.uses_before_init.append(call)
-                    if report:
-                        first = sub.uses_before_init[0]
-                        what = self.use_label(first) or f"{dotted(first.func)}()"
-                        self.hit(
+                    first = sub.uses_before_init[0]
+                    what = self.use_label(first) or f"{dotted(first.func)}()"
+                    pending.append(
+                        Hit(
                             call,
+                            "DDL001",
                             f"{dotted(call.func)}() reaches {what} (line {first.lineno}) "
                             "before init_process_group",
                         )
+                    )
                 if sub.inits:
                     out.inits = True
+        if report:
+            for hit in pending:
+                self.hits.setdefault(id(hit.node), hit)
         return out
-
-    def hit(self, call: ast.Call, message: str) -> None:
-        self.hits.setdefault(id(call), Hit(call, "DDL001", message))
 
 
 def check(index: ModuleIndex) -> list[Hit]:

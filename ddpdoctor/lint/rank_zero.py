@@ -105,6 +105,8 @@ def _where(site: ast.Call | None) -> str:
 def check(index: ModuleIndex) -> list[Hit]:
     if not index.is_ddp_script or index.uses_framework:
         return []
+    if not (index.calls_by_name.get("backward") or index.wrapper_calls):
+        return []  # sets up a group but trains nothing here: not a training script
     hits: list[Hit] = []
     for call in index.calls_named("save", "open"):
         what = _write(index, call)

@@ -183,9 +183,25 @@ def _may_target(index: ModuleIndex, call: ast.Call, sampler: ast.Call) -> bool:
     return UNKNOWN in origins or sampler in origins
 
 
+def _fed_to_loaders(index: ModuleIndex) -> set[ast.AST]:
+    """DistributedSamplers some DataLoader reads (`sampler=`, or inside a `batch_sampler=`)."""
+    fed: set[ast.AST] = set()
+    for loader in index.calls_named("DataLoader"):
+        for origin in index.origins(kwarg(loader, "sampler")):
+            fed.add(origin)
+        for origin in index.origins(kwarg(loader, "batch_sampler")):
+            if isinstance(origin, ast.Call):
+                inner = kwarg(origin, "sampler") or (origin.args[0] if origin.args else None)
+                fed |= index.origins(inner)
+    return fed
+
+
 def check_set_epoch(index: ModuleIndex) -> list[Hit]:
-    """DDL003."""
+    """DDL003. Only samplers a DataLoader reads: one built to test or inspect is no bug."""
     samplers = [c for c in index.calls_named("DistributedSampler") if _shuffles(c)]
+    if samplers:
+        fed = _fed_to_loaders(index)
+        samplers = [s for s in samplers if s in fed]
     if not samplers or not (index.calls_by_name.get("backward") or index.loops):
         return []
     loop_called = _loop_called(index)

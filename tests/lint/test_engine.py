@@ -15,10 +15,12 @@ from ddpdoctor.lint.rules import parse_codes
 SAMPLER_SCRIPT = textwrap.dedent(
     """\
     import torch.distributed as dist
+    from torch.utils.data import DataLoader
     from torch.utils.data.distributed import DistributedSampler
 
     dist.init_process_group("nccl")
     sampler = DistributedSampler(dataset){noqa}
+    loader = DataLoader(dataset, sampler=sampler)
     for epoch in range(3):
         for batch in loader:
             model(batch).backward()
@@ -36,7 +38,7 @@ def test_lint_source_returns_values() -> None:
     assert findings == [
         LintFinding(
             "train.py",
-            5,
+            6,
             11,
             "DDL003",
             "DistributedSampler shuffles, but set_epoch(epoch) is never called in the epoch "
@@ -56,7 +58,7 @@ def test_noqa_suppresses(comment: str) -> None:
 
 
 def test_noqa_for_another_code_does_not_suppress() -> None:
-    assert codes(lint_source(SAMPLER_SCRIPT.format(noqa="  # noqa: DDL002"))) == [(5, "DDL003")]
+    assert codes(lint_source(SAMPLER_SCRIPT.format(noqa="  # noqa: DDL002"))) == [(6, "DDL003")]
 
 
 def test_syntax_error_is_a_finding_not_a_traceback(tmp_path: Path) -> None:
