@@ -14,7 +14,6 @@ from ddpdoctor.lint.index import (
     dotted,
     kwarg,
     last_name,
-    parent,
     position,
 )
 
@@ -30,8 +29,8 @@ def _moved_expr(expr: ast.AST) -> bool:
     return False
 
 
-def _assigned_key(call: ast.Call) -> str | None:
-    p = parent(call)
+def _assigned_key(index: ModuleIndex, call: ast.Call) -> str | None:
+    p = index.parent(call)
     if isinstance(p, ast.Assign) and len(p.targets) == 1:
         return dotted(p.targets[0])
     return None
@@ -46,7 +45,7 @@ def _wrapped_before_moved(index: ModuleIndex, call: ast.Call) -> Hit | None:
         values = index.values_of(key, module)
         if not values or any(v is UNKNOWN or _moved_expr(v) for v in values):
             return None  # a parameter (moved by the caller?) or built on the device
-    result = _assigned_key(call)
+    result = _assigned_key(index, call)
     names = {k for k in (key, result, f"{result}.module") if k}
     scope = index.scope_of(call)
     here = position(call)

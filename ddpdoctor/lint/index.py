@@ -14,7 +14,6 @@ LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
 COMP_TYPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)
 
-PARENT = "_ddl_parent"
 
 
 class _Unknown:
@@ -29,10 +28,6 @@ Origin = ast.AST | _Unknown
 
 DDP_NAMES = frozenset({"DistributedDataParallel", "DDP"})
 WRAPPER_NAMES = DDP_NAMES | {"FullyShardedDataParallel", "FSDP"}
-
-
-def parent(node: ast.AST) -> ast.AST | None:
-    return getattr(node, PARENT, None)
 
 
 def dotted(expr: ast.AST) -> str | None:
@@ -74,6 +69,7 @@ class ModuleIndex:
 
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
+        self.parents: dict[int, ast.AST] = {}
         self.calls: list[ast.Call] = []
         self.calls_by_name: dict[str, list[ast.Call]] = defaultdict(list)
         self.functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = defaultdict(list)
@@ -89,16 +85,26 @@ class ModuleIndex:
 
     # -- the one walk -------------------------------------------------------------------------
     def _walk(self) -> None:
+        # Parents live in a dict keyed by id(), not on the nodes: no reference cycles, so a
+        # file's tree is freed as soon as its index is, without waiting for the cycle collector.
+        parents = self.parents
         stack: list[tuple[ast.AST, ast.AST]] = [(self.tree, self.tree)]
         calls, functions, bindings = self.calls, self.functions, self.bindings
-        iter_children = ast.iter_child_nodes
+        node_type, list_type = ast.AST, list
         while stack:
             node, scope = stack.pop()
             t = type(node)
             inner = node if t in FUNC_TYPES else scope
-            for child in iter_children(node):
-                setattr(child, PARENT, node)
-                stack.append((child, inner))
+            for field in node._fields:
+                value = getattr(node, field, None)
+                if isinstance(value, list_type):
+                    for child in value:
+                        if isinstance(child, node_type):
+                            parents[id(child)] = node
+                            stack.append((child, inner))
+                elif isinstance(value, node_type):
+                    parents[id(value)] = node
+                    stack.append((value, inner))
             if t is ast.Call:
                 calls.append(node)
             elif t is ast.Name:
@@ -239,19 +245,22 @@ class ModuleIndex:
         )
 
     # -- structure ----------------------------------------------------------------------------
+    def parent(self, node: ast.AST) -> ast.AST | None:
+        return self.parents.get(id(node))
+
     def scope_of(self, node: ast.AST) -> ast.AST:
         """The function (or the module) whose body holds this node."""
-        p = parent(node)
+        p = self.parents.get(id(node))
         while p is not None and not isinstance(p, SCOPE_TYPES):
-            p = parent(p)
+            p = self.parents.get(id(p))
         return p if p is not None else self.tree
 
     def ancestors(self, node: ast.AST, stop: ast.AST | None = None) -> Iterator[ast.AST]:
         """Parents of node up to (not including) its scope, innermost first."""
-        p = parent(node)
+        p = self.parents.get(id(node))
         while p is not None and p is not stop and not isinstance(p, SCOPE_TYPES):
             yield p
-            p = parent(p)
+            p = self.parents.get(id(p))
 
     def in_loop(self, node: ast.AST) -> bool:
         """Lexically inside a loop or comprehension of its own function."""
@@ -261,7 +270,7 @@ class ModuleIndex:
         return [a for a in self.ancestors(node) if isinstance(a, LOOP_TYPES)]
 
     def enclosing_class(self, func: ast.AST) -> ast.ClassDef | None:
-        p = parent(func)
+        p = self.parents.get(id(func))
         return p if isinstance(p, ast.ClassDef) else None
 
     def resolve_call(self, call: ast.Call) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:

@@ -16,7 +16,6 @@ from ddpdoctor.lint.index import (
     is_const,
     kwarg,
     last_name,
-    parent,
 )
 
 LOCAL_SAMPLERS = frozenset(
@@ -88,7 +87,7 @@ def _shards_itself(index: ModuleIndex, dataset: ast.expr | None) -> bool:
 def _loader_name(index: ModuleIndex, call: ast.Call) -> str:
     """The name a DataLoader is stored under (`train_loader`, `self.val_dl`) or the helper that
     returns it (`get_train_loader`)."""
-    p = parent(call)
+    p = index.parent(call)
     if isinstance(p, ast.Assign | ast.AnnAssign):
         targets = p.targets if isinstance(p, ast.Assign) else [p.target]
         return " ".join(dotted(t) or "" for t in targets).lower()
