@@ -150,11 +150,11 @@ def check(index: ModuleIndex) -> list[Hit]:
     if not index.init_calls:
         return []  # the group is set up elsewhere (a helper module): nothing to order against
     order = _InitOrder(index)
-    roots: list[ast.AST] = [index.tree, *sorted(index.spawn_targets, key=lambda f: f.lineno)]
-    for funcs in index.functions.values():
-        for func in funcs:
-            if func not in roots and order.summary(func).inits:
-                roots.append(func)
+    # Where a process starts without a group: the module, spawned workers and entry points,
+    # and any function that sets the group up itself (what comes before its init is too soon).
+    starts = set(index.entry_points) | {index.scope_of(c) for c in index.init_calls}
+    starts.discard(index.tree)
+    roots = [index.tree, *sorted(starts, key=lambda f: f.lineno)]
     for root in roots:
         order.run(root, report=True)
     return list(order.hits.values())
