@@ -110,3 +110,16 @@ def test_parse_codes_accepts_prefixes_and_rejects_unknown() -> None:
     assert parse_codes("DDL00", "--select") == {r.code for r in RULES}
     with pytest.raises(UsageError):
         parse_codes("E501", "--ignore")
+
+
+def test_readme_documents_every_rule_with_bad_and_good() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    start = readme.index("### ddpdoctor lint")
+    section = readme[start : readme.index("\n### ", start + 1)]
+    for rule in RULES:
+        assert rule.code in section and rule.symbol in section
+        if rule.code == "DDL000":
+            continue
+        block = section[section.index(f"**{rule.code} {rule.symbol}") :]
+        block = block[: block.index("\n**") if "\n**" in block else len(block)]
+        assert "# bad" in block and "# good" in block, rule.code
