@@ -79,6 +79,7 @@ class ModuleIndex:
         self.loops: list[ast.AST] = []
         self.aliases: dict[str, str] = {}
         self.name_loads: set[str] = set()
+        self.attr_names: set[str] = set()
         self.strings: list[str] = []
         self.has_main_guard = False
         self._walk()
@@ -110,6 +111,8 @@ class ModuleIndex:
             elif t is ast.Name:
                 if type(node.ctx) is ast.Load:
                     self.name_loads.add(node.id)
+            elif t is ast.Attribute:
+                self.attr_names.add(node.attr)
             elif t is ast.Assign:
                 for target in node.targets:
                     self._bind(target, node.value, scope)

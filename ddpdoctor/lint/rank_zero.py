@@ -43,6 +43,8 @@ def _write(index: ModuleIndex, call: ast.Call) -> str | None:
             return None
         if not any(ch in mode.value for ch in "wax"):
             return None
+        if "devnull" in (dotted(call.args[0]) or ""):
+            return None  # silencing output off rank 0, not writing a file
         return None if _mentions_rank(index, call.args[0]) else f"open(..., {mode.value!r})"
     return None
 
@@ -91,8 +93,11 @@ def _plain_loggers(index: ModuleIndex) -> set[str]:
 
 
 def _print_silenced(index: ModuleIndex) -> bool:
+    """The script replaces print or stdout off rank 0 (`builtins.print = ...`,
+    `sys.stdout = open(os.devnull, 'w')`) or calls a helper known to do so."""
     return index.mentions(*PRINT_SILENCERS) or any(
-        k.endswith("builtin__.print") or k == "builtins.print" for k in index.bindings
+        k.endswith("builtin__.print") or k in ("builtins.print", "sys.stdout")
+        for k in index.bindings
     )
 
 

@@ -14,7 +14,8 @@ def check(index: ModuleIndex) -> list[Hit]:
     at_top_level = any(index.scope_of(c) is index.tree for c in index.init_calls)
     if not (index.has_main_guard or at_top_level):
         return []  # a helper module: its caller decides when training ends
-    for name in index.calls_by_name:
+    # Called, or handed over (`atexit.register(dist.destroy_process_group)`).
+    for name in (*index.calls_by_name, *index.attr_names, *index.name_loads):
         low = name.lower()
         if any(w in low for w in TEARDOWN_WORDS):
             return []
