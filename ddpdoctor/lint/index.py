@@ -15,7 +15,6 @@ COMP_TYPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)
 
 
-
 class _Unknown:
     """An origin we cannot see (a parameter, a loop variable, an import): checks stay silent."""
 

@@ -28,6 +28,19 @@ def lint(body: str, select: tuple[str, ...] = ()) -> list[tuple[int, str]]:
     return [f for f in found if not select or f[1] in select]
 
 
+TRAIN_AND_SAVE = """
+def main():
+    dist.init_process_group("nccl")
+    model = DDP(torch.nn.Linear(2, 2).to(0), device_ids=[0])
+    for step in range(10):
+        model(torch.ones(2)).sum().backward()
+        save(model, "ckpt.pt")
+    dist.destroy_process_group()
+
+if __name__ == "__main__":
+    main()
+"""
+
 CASES = {
     "sampler on self, set_epoch in a method the loop calls": (
         """\
@@ -195,41 +208,25 @@ CASES = {
         [],
     ),
     "a save helper guarded inside, called from the loop": (
-        """\
+        textwrap.dedent(
+            """\
         def save(model, path):
             if dist.get_rank() != 0:
                 return
             torch.save(model.state_dict(), path)
-
-        def main():
-            dist.init_process_group("nccl")
-            model = DDP(torch.nn.Linear(2, 2).to(0), device_ids=[0])
-            for step in range(10):
-                model(torch.ones(2)).sum().backward()
-                save(model, "ckpt.pt")
-            dist.destroy_process_group()
-
-        if __name__ == "__main__":
-            main()
-        """,
+        """
+        )
+        + TRAIN_AND_SAVE,
         [],
     ),
     "the same save helper without its guard": (
-        """\
+        textwrap.dedent(
+            """\
         def save(model, path):
             torch.save(model.state_dict(), path)
-
-        def main():
-            dist.init_process_group("nccl")
-            model = DDP(torch.nn.Linear(2, 2).to(0), device_ids=[0])
-            for step in range(10):
-                model(torch.ones(2)).sum().backward()
-                save(model, "ckpt.pt")
-            dist.destroy_process_group()
-
-        if __name__ == "__main__":
-            main()
-        """,
+        """
+        )
+        + TRAIN_AND_SAVE,
         [(2, "DDL006")],
     ),
     "a model made by a local factory and moved after wrapping": (
