@@ -59,6 +59,13 @@ def kwarg(call: ast.Call, name: str) -> ast.expr | None:
     return None
 
 
+def has_star_args(call: ast.Call) -> bool:
+    """`f(*args)` / `f(**kwargs)`: any argument may be hiding in there."""
+    return any(kw.arg is None for kw in call.keywords) or any(
+        isinstance(a, ast.Starred) for a in call.args
+    )
+
+
 def is_const(expr: ast.AST | None, value: object) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is value
 

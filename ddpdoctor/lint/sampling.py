@@ -13,6 +13,7 @@ from ddpdoctor.lint.index import (
     UNKNOWN,
     ModuleIndex,
     dotted,
+    has_star_args,
     is_const,
     kwarg,
     last_name,
@@ -110,6 +111,8 @@ def check_missing_sampler(index: ModuleIndex) -> list[Hit]:
         return []
     hits: list[Hit] = []
     for call in index.calls_named("DataLoader"):
+        if has_star_args(call):
+            continue  # DataLoader(ds, **loader_kwargs): the sampler may be in there
         if not _unsharded(index, kwarg(call, "sampler")):
             continue
         if not _unsharded(index, kwarg(call, "batch_sampler")):
@@ -128,6 +131,8 @@ def check_missing_sampler(index: ModuleIndex) -> list[Hit]:
 
 
 def _shuffles(call: ast.Call) -> bool:
+    if has_star_args(call):
+        return False
     shuffle = kwarg(call, "shuffle")
     if shuffle is None:
         return len(call.args) < 4  # DistributedSampler(ds, num_replicas, rank, shuffle)
