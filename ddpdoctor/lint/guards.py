@@ -171,8 +171,12 @@ def _after_early_exit_in(stmts: list[ast.stmt], child: ast.AST) -> bool:
     for stmt in stmts:
         if stmt is child:
             return False
-        if isinstance(stmt, ast.If) and _exits(stmt.body) and implies_rank0(stmt.test, True):
-            return True
+        if not isinstance(stmt, ast.If):
+            continue
+        if _exits(stmt.body) and implies_rank0(stmt.test, negated=True):
+            return True  # if rank != 0: return
+        if _exits(stmt.orelse) and implies_rank0(stmt.test):
+            return True  # if rank == 0: ... else: return
     return False
 
 

@@ -88,6 +88,7 @@ class ModuleIndex:
         self.attr_names: set[str] = set()
         self.strings: list[str] = []
         self.has_main_guard = False
+        self._resolved: dict[int, list] = {}
         self._walk()
 
     # -- the one walk -------------------------------------------------------------------------
@@ -284,7 +285,14 @@ class ModuleIndex:
 
     def resolve_call(self, call: ast.Call) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
         """The functions of this file a call may run: `f()` → plain functions named f,
-        `obj.f()` → methods named f (of `self`'s class when the receiver is self)."""
+        `Cls()` → its `__init__`, `obj.f()` → methods named f (of `self`'s class when the
+        receiver is self, of the class `obj` was built from when we can see it)."""
+        key = id(call)
+        if key not in self._resolved:
+            self._resolved[key] = self._resolve(call)
+        return self._resolved[key]
+
+    def _resolve(self, call: ast.Call) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
         func = call.func
         if isinstance(func, ast.Name):
             if func.id in self.classes:
