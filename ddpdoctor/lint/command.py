@@ -16,18 +16,23 @@ def lint(
     paths: Annotated[
         list[str],
         typer.Argument(
-            metavar="PATH...", help="Python files or folders to lint.", show_default=False
+            metavar="PATH", help="Python files or folders to lint.", show_default=False
         ),
     ],
     output_format: Annotated[
-        str, typer.Option("--format", "-f", help="text | json | sarif.")
+        str, typer.Option("--format", "-f", metavar="FORMAT", help="text | json | sarif.")
     ] = "text",
     select: Annotated[
         str | None,
-        typer.Option("--select", help="Only these rule codes (comma-separated; prefixes work)."),
+        typer.Option(
+            "--select",
+            metavar="CODES",
+            help="Only these rule codes (comma-separated; prefixes work).",
+        ),
     ] = None,
     ignore: Annotated[
-        str | None, typer.Option("--ignore", help="Skip these rule codes (comma-separated).")
+        str | None,
+        typer.Option("--ignore", metavar="CODES", help="Skip these rule codes (comma-separated)."),
     ] = None,
     output: Annotated[
         str | None,

@@ -57,6 +57,8 @@ def _identifiers(index: ModuleIndex, expr: ast.AST, depth: int = 0) -> set[str]:
                         names |= _identifiers(index, v, depth + 1)
         elif isinstance(node, ast.Attribute):
             names.add(node.attr.lower())
+        elif isinstance(node, ast.keyword) and node.arg:
+            names.add(node.arg.lower())  # load_dataset(..., streaming=True)
         elif isinstance(node, ast.Call):
             names |= _class_bases(index, last_name(node.func))
             if depth < 3:

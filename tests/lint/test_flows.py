@@ -123,6 +123,16 @@ CASES = {
         """,
         [],
     ),
+    "a streaming dataset shards itself": (
+        """\
+        from datasets import load_dataset
+        dist.init_process_group("nccl")
+        train_ds = load_dataset("c4", split="train", streaming=True)
+        train_loader = DataLoader(train_ds, batch_size=8)
+        dist.destroy_process_group()
+        """,
+        [],
+    ),
     "worker that calls a local setup helper first": (
         """\
         import torch.multiprocessing as mp
