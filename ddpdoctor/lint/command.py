@@ -15,9 +15,7 @@ from ddpdoctor.options import DebugOpt
 def lint(
     paths: Annotated[
         list[str],
-        typer.Argument(
-            metavar="PATH", help="Python files or folders to lint.", show_default=False
-        ),
+        typer.Argument(metavar="PATH", help="Python files or folders to lint.", show_default=False),
     ],
     output_format: Annotated[
         str, typer.Option("--format", "-f", metavar="FORMAT", help="text | json | sarif.")
