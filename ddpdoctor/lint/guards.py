@@ -207,14 +207,18 @@ def _every_rank(index: ModuleIndex, node: ast.AST, seen: set[ast.AST]) -> ast.Ca
     if guarded_locally(index, node):
         return False
     scope = index.scope_of(node)
+    # With mp.spawn, only the spawned workers are ranks; the launching code runs once.
+    launcher = bool(index.spawn_targets)
     if scope is index.tree:
-        return None
+        return False if launcher else None
     if rank0_function(scope) or scope in seen:
         return False
     seen.add(scope)
     sites = index.call_sites.get(scope, [])
+    if scope in index.spawn_targets:
+        return None
     if not sites:
-        return None if scope in index.entry_points else False
+        return None if scope in index.entry_points and not launcher else False
     for site in sites:
         if _every_rank(index, site, seen) is not False:
             return site

@@ -239,6 +239,28 @@ CASES = {
         + TRAIN_AND_SAVE,
         [(2, "DDL006")],
     ),
+    "the launcher that spawns the ranks runs once": (
+        """\
+        import json
+        import torch.multiprocessing as mp
+
+        def worker(rank, world):
+            dist.init_process_group("gloo", rank=rank, world_size=world)
+            torch.ones(1, requires_grad=True).sum().backward()
+            torch.save({}, "ckpt.pt")
+            dist.destroy_process_group()
+
+        def main():
+            with open("config.json", "w") as fh:
+                json.dump({"world": 2}, fh)
+            mp.spawn(worker, args=(2,), nprocs=2)
+
+        if __name__ == "__main__":
+            main()
+            torch.save({}, "done.pt")
+        """,
+        [(7, "DDL006")],
+    ),
     "a model made by a local factory and moved after wrapping": (
         """\
         def make_model():
