@@ -149,7 +149,8 @@ def _bare_cuda_without_set_device(index: ModuleIndex) -> list[Hit]:
         return []
     if "CUDA_VISIBLE_DEVICES" in index.strings:
         return []
-    if any("set" in n.lower() and ("device" in n or "gpu" in n) for n in index.calls_by_name):
+    names = [n.lower() for n in index.calls_by_name]
+    if any("set" in n and ("device" in n or "gpu" in n) for n in names):
         return []  # a helper (setup_device, set_gpu) picks the GPU for us
     if any(index.qualname(c.func) == "torch.cuda.device" for c in index.calls_named("device")):
         return []
