@@ -92,7 +92,6 @@ def sarif_doc(findings: list[LintFinding]) -> dict[str, Any]:
                     "driver": {
                         "name": "ddpdoctor-lint",
                         "version": __version__,
-                        "informationUri": "https://github.com/ddpdoctor/ddpdoctor",
                         "rules": rules,
                     }
                 },
