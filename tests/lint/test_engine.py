@@ -123,3 +123,10 @@ def test_readme_documents_every_rule_with_bad_and_good() -> None:
         block = section[section.index(f"**{rule.code} {rule.symbol}") :]
         block = block[: block.index("\n**") if "\n**" in block else len(block)]
         assert "# bad" in block and "# good" in block, rule.code
+
+
+def test_pathologically_deep_call_chains_do_not_crash() -> None:
+    lines = ["import torch", "import torch.distributed as dist", "dist.init_process_group('gloo')"]
+    lines += [f"def f{i}():\n    f{i + 1}()" for i in range(3000)]
+    lines += ["def f3000():\n    torch.save(1, 'a.pt')", "f0()", "loss.backward()"]
+    assert isinstance(lint_source("\n".join(lines)), list)
