@@ -60,7 +60,8 @@ def _event(index: ModuleIndex, call: ast.Call) -> _Event | None:
     func = call.func
     name = index.callee_name(call)
     if name == "zero_grad":
-        return _Event("Z", call)
+        recv = (dotted(func.value) or "") if isinstance(func, ast.Attribute) else ""
+        return _Event("Z", call, target=recv)
     if name in CLIPS:
         recv = (dotted(func.value) or "") if isinstance(func, ast.Attribute) else ""
         return None if any(w in recv.lower() for w in SELF_UNSCALING) else _Event("C", call)
@@ -124,10 +125,18 @@ class _StepOrder:
         )
         return b if later_step else None
 
+    def other_optimizer(self, z: _Event) -> bool:
+        """`opt_g.zero_grad()` while `opt_d` is about to step (GAN code): not this step's
+        gradients."""
+        steps = [e for e in self.events if e.kind == "S"]
+        later = [s for s in steps if position(s.call) > position(z.call)]
+        next_step = later[0].target if later else ""
+        return z.target in {s.target for s in steps} and z.target != next_step
+
     def hits(self) -> list[Hit]:
         hits: list[Hit] = []
         for e in self.events:
-            if e.kind == "Z" and self.open_backward(e):
+            if e.kind == "Z" and self.open_backward(e) and not self.other_optimizer(e):
                 hits.append(
                     Hit(
                         e.call,
