@@ -193,13 +193,19 @@ class _StepOrder:
         return None
 
 
+def _innermost_loop(index: ModuleIndex, node: ast.AST) -> int | None:
+    loops = index.enclosing_loops(node)
+    return id(loops[0]) if loops else None
+
+
 def _scaler_in_training_loop(index: ModuleIndex) -> list[Hit]:
-    training_loops = {
-        id(loop) for b in index.calls_named("backward") for loop in index.enclosing_loops(b)
-    }
+    """A scaler made in the same loop body as the backward: one per step. (One per fold or
+    per trial, in an outer loop, is a fresh run and fine.)"""
+    step_loops = {_innermost_loop(index, b) for b in index.calls_named("backward")}
+    step_loops.discard(None)
     hits = []
     for call in index.calls_named("GradScaler"):
-        if any(id(loop) in training_loops for loop in index.enclosing_loops(call)):
+        if _innermost_loop(index, call) in step_loops:
             hits.append(
                 Hit(
                     call,
