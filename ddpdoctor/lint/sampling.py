@@ -6,6 +6,7 @@ returns; whenever a value cannot be seen, the rule stays silent."""
 from __future__ import annotations
 
 import ast
+import re
 
 from ddpdoctor.lint.finding import Hit
 from ddpdoctor.lint.index import (
@@ -24,11 +25,7 @@ LOCAL_SAMPLERS = frozenset(
 )
 SHARDING_WORDS = ("rank", "world_size", "shard", "num_replicas", "split_dataset_by_node", "node")
 STREAMING_WORDS = ("iterable", "webdataset", "wds", "stream")
-EVAL_WORDS = ("val", "test", "eval", "dev")
-
-
-def _is_distributed_sampler(index: ModuleIndex, node: object) -> bool:
-    return isinstance(node, ast.Call) and index.callee_name(node) == "DistributedSampler"
+EVAL_PREFIXES = ("val", "test", "eval", "dev", "holdout", "infer", "predict")
 
 
 def _unsharded(index: ModuleIndex, expr: ast.expr | None) -> bool:
@@ -101,10 +98,12 @@ def _loader_name(index: ModuleIndex, call: ast.Call) -> str:
 
 
 def _is_training_loader(index: ModuleIndex, call: ast.Call) -> bool:
-    name = _loader_name(index, call)
-    if any(w in name for w in EVAL_WORDS):
+    """Named for training (`train_loader`, `self.dl_train`) or shuffling, and not named for
+    evaluation. Names are compared word by word: `constrained` is not `train`."""
+    words = [w for w in re.split(r"[^a-z0-9]+", _loader_name(index, call)) if w]
+    if any(w.startswith(EVAL_PREFIXES) and w != "device" for w in words):
         return False
-    return "train" in name or is_const(kwarg(call, "shuffle"), True)
+    return any(w.startswith("train") for w in words) or is_const(kwarg(call, "shuffle"), True)
 
 
 def check_missing_sampler(index: ModuleIndex) -> list[Hit]:

@@ -133,6 +133,16 @@ CASES = {
         """,
         [],
     ),
+    "loader names are read word by word": (
+        """\
+        dist.init_process_group("nccl")
+        constrained_loader = DataLoader(dataset, batch_size=4)
+        dl_train = DataLoader(dataset, batch_size=4)
+        train_eval_loader = DataLoader(dataset, batch_size=4)
+        dist.destroy_process_group()
+        """,
+        [(3, "DDL002")],
+    ),
     "worker that calls a local setup helper first": (
         """\
         import torch.multiprocessing as mp
