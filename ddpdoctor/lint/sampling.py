@@ -28,6 +28,10 @@ STREAMING_WORDS = ("iterable", "webdataset", "wds", "stream")
 EVAL_PREFIXES = ("val", "test", "eval", "dev", "holdout", "infer", "predict")
 
 
+def _positional(call: ast.Call, i: int) -> ast.expr | None:
+    return call.args[i] if len(call.args) > i else None
+
+
 def _unsharded(index: ModuleIndex, expr: ast.expr | None) -> bool:
     """True only when every value `sampler=` may hold is None or a single-process sampler."""
     if expr is None:
@@ -114,9 +118,10 @@ def check_missing_sampler(index: ModuleIndex) -> list[Hit]:
     for call in index.calls_named("DataLoader"):
         if has_star_args(call):
             continue  # DataLoader(ds, **loader_kwargs): the sampler may be in there
-        if not _unsharded(index, kwarg(call, "sampler")):
-            continue
-        if not _unsharded(index, kwarg(call, "batch_sampler")):
+        # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, ...)
+        sampler = kwarg(call, "sampler") or _positional(call, 3)
+        batch_sampler = kwarg(call, "batch_sampler") or _positional(call, 4)
+        if not (_unsharded(index, sampler) and _unsharded(index, batch_sampler)):
             continue
         dataset = kwarg(call, "dataset") or (call.args[0] if call.args else None)
         if _shards_itself(index, dataset) or not _is_training_loader(index, call):
