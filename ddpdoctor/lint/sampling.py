@@ -197,13 +197,28 @@ def _fed_to_loaders(index: ModuleIndex) -> set[ast.AST]:
     """DistributedSamplers some DataLoader reads (`sampler=`, or inside a `batch_sampler=`)."""
     fed: set[ast.AST] = set()
     for loader in index.calls_named("DataLoader"):
-        for origin in index.origins(kwarg(loader, "sampler")):
+        for origin in index.origins(kwarg(loader, "sampler") or _positional(loader, 3)):
             fed.add(origin)
-        for origin in index.origins(kwarg(loader, "batch_sampler")):
+        for origin in index.origins(kwarg(loader, "batch_sampler") or _positional(loader, 4)):
             if isinstance(origin, ast.Call):
                 inner = kwarg(origin, "sampler") or (origin.args[0] if origin.args else None)
                 fed |= index.origins(inner)
     return fed
+
+
+def _trains_here(index: ModuleIndex) -> bool:
+    """The file runs backward, or has a loop over epochs."""
+    if index.calls_by_name.get("backward"):
+        return True
+    for loop in index.loops:
+        target = getattr(loop, "target", None)
+        if target is not None and any("epoch" in n.id.lower() for n in _names(target)):
+            return True
+    return False
+
+
+def _names(expr: ast.AST) -> list[ast.Name]:
+    return [n for n in ast.walk(expr) if isinstance(n, ast.Name)]
 
 
 def check_set_epoch(index: ModuleIndex) -> list[Hit]:
@@ -212,8 +227,8 @@ def check_set_epoch(index: ModuleIndex) -> list[Hit]:
     if samplers:
         fed = _fed_to_loaders(index)
         samplers = [s for s in samplers if s in fed]
-    if not samplers or not (index.calls_by_name.get("backward") or index.loops):
-        return []
+    if not samplers or not _trains_here(index):
+        return []  # a data module: the epoch loop (and its set_epoch) live elsewhere
     loop_called = _loop_called(index)
     per_epoch = [
         c for c in index.calls_named("set_epoch") if _counts_as_per_epoch(index, c, loop_called)

@@ -133,6 +133,16 @@ CASES = {
         """,
         [],
     ),
+    "a data module builds the sampler; the epoch loop lives elsewhere": (
+        """\
+        def build_loaders(datasets):
+            loaders = {}
+            for name, ds in datasets.items():
+                loaders[name] = DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds))
+            return loaders
+        """,
+        [],
+    ),
     "loader names are read word by word": (
         """\
         dist.init_process_group("nccl")
