@@ -15,9 +15,15 @@ def check(index: ModuleIndex) -> list[Hit]:
     if not (index.has_main_guard or at_top_level):
         return []  # a helper module: its caller decides when training ends
     # Called, or handed over (`atexit.register(dist.destroy_process_group)`).
-    for name in (*index.calls_by_name, *index.attr_names, *index.name_loads):
-        low = name.lower()
-        if any(w in low for w in TEARDOWN_WORDS):
+    if {"destroy_process_group"} & (
+        index.calls_by_name.keys() | index.attr_names | index.name_loads
+    ):
+        return []
+    # A cleanup()/teardown() helper from another module: trust its name. A local one is read.
+    for name, calls in index.calls_by_name.items():
+        if any(w in name.lower() for w in TEARDOWN_WORDS) and not all(
+            index.resolve_call(c) for c in calls
+        ):
             return []
     return [
         Hit(
