@@ -103,6 +103,7 @@ def test_noqa_in_a_file(tmp_path: Path) -> None:
         ("--ignore", "XYZ", CLEAN),
         ("--format", "xml", CLEAN),
         ("--no-such-option", CLEAN),
+        ("-o", "/no/such/folder/report.json", CLEAN),
         (),
     ],
 )
