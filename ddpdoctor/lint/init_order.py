@@ -81,7 +81,10 @@ class _InitOrder:
         return low == "setup" or any(w in low for w in INIT_HELPER_WORDS)
 
     def checks_initialized(self, call: ast.Call, scope: ast.AST) -> bool:
-        """Code that asks `dist.is_initialized()` first is written for both cases."""
+        """Code that asks `dist.is_initialized()` first, or catches the error, is written for
+        both cases."""
+        if any(isinstance(a, ast.Try) and a.handlers for a in self.index.ancestors(call)):
+            return True
         if isinstance(scope, FUNC_TYPES):
             return any(
                 self.index.scope_of(c) is scope for c in self.index.calls_named("is_initialized")

@@ -197,6 +197,17 @@ CASES = {
         """,
         [],
     ),
+    "asking for the rank inside try/except is deliberate": (
+        """\
+        try:
+            rank = dist.get_rank()
+        except (RuntimeError, ValueError):
+            rank = 0
+        dist.init_process_group("nccl")
+        dist.destroy_process_group()
+        """,
+        [],
+    ),
     "re-initialising after destroy is not use-before-init": (
         """\
         def restart():
