@@ -15,6 +15,7 @@ from ddpdoctor.lint.index import (
     calls_in_order,
     dotted,
     kwarg,
+    last_name,
 )
 
 COLLECTIVES = frozenset(
@@ -44,6 +45,20 @@ COLLECTIVES = frozenset(
 )
 INIT_HELPER_WORDS = ("init_dist", "setup_dist", "dist_init", "distributed_init", "ddp_setup")
 INIT_HELPER_WORDS += ("setup_ddp", "init_ddp", "init_process", "setup_process")
+
+
+CATCHES = frozenset({"Exception", "BaseException", "RuntimeError", "ValueError"})
+
+
+def _catches_init_error(node: ast.Try) -> bool:
+    """`except RuntimeError` (or ValueError, Exception, bare) around a call that needs a group."""
+    for handler in node.handlers:
+        if handler.type is None:
+            return True
+        types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        if any(last_name(t) in CATCHES for t in types):
+            return True
+    return False
 
 
 @dataclass
@@ -83,7 +98,9 @@ class _InitOrder:
     def checks_initialized(self, call: ast.Call, scope: ast.AST) -> bool:
         """Code that asks `dist.is_initialized()` first, or catches the error, is written for
         both cases."""
-        if any(isinstance(a, ast.Try) and a.handlers for a in self.index.ancestors(call)):
+        if any(
+            isinstance(a, ast.Try) and _catches_init_error(a) for a in self.index.ancestors(call)
+        ):
             return True
         if isinstance(scope, FUNC_TYPES):
             return any(
