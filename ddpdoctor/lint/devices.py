@@ -1,0 +1,174 @@
+"""DDL004: the model, device_ids and torch.cuda.set_device disagree about which GPU a rank owns —
+DDP wrapping a model that is only moved afterwards, the global RANK used as a device index, or a
+bare `.cuda()` with no set_device (every rank lands on GPU 0)."""
+
+from __future__ import annotations
+
+import ast
+
+from ddpdoctor.lint.finding import Hit
+from ddpdoctor.lint.index import (
+    DDP_NAMES,
+    UNKNOWN,
+    ModuleIndex,
+    dotted,
+    kwarg,
+    last_name,
+    position,
+)
+
+MOVES = ("to", "cuda", "to_empty")
+
+
+def _moved_expr(expr: ast.AST) -> bool:
+    """`Net().to(dev)`, `model.cuda(gpu)`: somewhere in the chain the module is moved."""
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        if expr.func.attr in MOVES:
+            return True
+        expr = expr.func.value
+    return False
+
+
+def _assigned_key(index: ModuleIndex, call: ast.Call) -> str | None:
+    p = index.parent(call)
+    if isinstance(p, ast.Assign) and len(p.targets) == 1:
+        return dotted(p.targets[0])
+    return None
+
+
+def _wrapped_before_moved(index: ModuleIndex, call: ast.Call) -> Hit | None:
+    module = call.args[0] if call.args else kwarg(call, "module")
+    if module is None or _moved_expr(module):
+        return None
+    key = dotted(module)
+    if key is not None:
+        values = index.values_of(key, module)
+        if not values or any(v is UNKNOWN or _moved_expr(v) for v in values):
+            return None  # a parameter (moved by the caller?) or built on the device
+    result = _assigned_key(index, call)
+    names = {k for k in (key, result, f"{result}.module") if k}
+    scope = index.scope_of(call)
+    here = position(call)
+    before = after = None
+    for move in index.calls_named(*MOVES):
+        if index.scope_of(move) is not scope or dotted(move.func.value) not in names:
+            continue
+        if position(move) < here:
+            before = move
+        elif after is None and position(move) > here:
+            after = move
+    if before is not None or after is None:
+        return None
+    return Hit(
+        call,
+        "DDL004",
+        f"model is wrapped in DDP before it is moved to its device (moved on line {after.lineno})",
+    )
+
+
+def _env_kind(name: object) -> str:
+    if name == "LOCAL_RANK":
+        return "local"
+    if name in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
+        return "global"
+    if name in ("SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"):
+        return "local"
+    return "unknown"
+
+
+def rank_kind(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> set[str]:
+    """Whether a value is the local rank, the global rank, or unknown, by where it comes from."""
+    if expr is None or depth > 6:
+        return {"unknown"}
+    if isinstance(expr, ast.Subscript) and dotted(expr.value) == "os.environ":
+        key = expr.slice
+        return {_env_kind(key.value if isinstance(key, ast.Constant) else None)}
+    if isinstance(expr, ast.Call):
+        name = index.callee_name(expr)
+        qual = index.qualname(expr.func)
+        if qual in ("os.environ.get", "os.getenv") and expr.args:
+            first = expr.args[0]
+            return {_env_kind(first.value if isinstance(first, ast.Constant) else None)}
+        if name == "get_rank" and index.is_torch_distributed(expr):
+            return {"global"}
+        if name in ("get_local_rank", "get_node_local_rank"):
+            return {"local"}
+        if name in ("int", "str", "device") and expr.args:
+            return rank_kind(index, expr.args[-1], depth + 1)
+        return {"unknown"}
+    if isinstance(expr, ast.JoinedStr):
+        parts = [v.value for v in expr.values if isinstance(v, ast.FormattedValue)]
+        return set().union(*(rank_kind(index, p, depth + 1) for p in parts)) or {"unknown"}
+    if isinstance(expr, ast.BinOp):
+        return {"local"} if isinstance(expr.op, ast.Mod) else {"unknown"}
+    if isinstance(expr, (ast.Name, ast.Attribute)):
+        if "local_rank" in last_name(expr).lower():
+            return {"local"}
+        values = index.values_of(dotted(expr) or "", expr)
+        kinds: set[str] = set()
+        for v in values:
+            kinds |= {"unknown"} if v is UNKNOWN else rank_kind(index, v, depth + 1)
+        return kinds or {"unknown"}
+    return {"unknown"}
+
+
+def _single(expr: ast.AST | None) -> ast.AST | None:
+    if isinstance(expr, (ast.List, ast.Tuple)) and len(expr.elts) == 1:
+        return expr.elts[0]
+    return None
+
+
+def _global_rank_as_device(index: ModuleIndex) -> list[Hit]:
+    hits: list[Hit] = []
+    for call in index.calls_named(*DDP_NAMES):
+        device = _single(kwarg(call, "device_ids"))
+        if device is not None and rank_kind(index, device) == {"global"}:
+            hits.append(
+                Hit(
+                    call,
+                    "DDL004",
+                    "device_ids uses the global RANK; on a second node it names a GPU that is not "
+                    "there (use LOCAL_RANK)",
+                )
+            )
+    for call in index.calls_named("set_device"):
+        if call.args and rank_kind(index, call.args[0]) == {"global"}:
+            hits.append(
+                Hit(
+                    call,
+                    "DDL004",
+                    "torch.cuda.set_device uses the global RANK; use LOCAL_RANK (the GPU index "
+                    "on this node)",
+                )
+            )
+    return hits
+
+
+def _bare_cuda_without_set_device(index: ModuleIndex) -> list[Hit]:
+    if not index.init_calls or index.calls_by_name.get("set_device") or index.uses_framework:
+        return []
+    if "CUDA_VISIBLE_DEVICES" in index.strings:
+        return []
+    names = [n.lower() for n in index.calls_by_name]
+    if any("set" in n and ("device" in n or "gpu" in n) for n in names):
+        return []  # a helper (setup_device, set_gpu) picks the GPU for us
+    if any(index.qualname(c.func) == "torch.cuda.device" for c in index.calls_named("device")):
+        return []
+    for call in index.calls_named("cuda"):
+        if isinstance(call.func, ast.Attribute) and not call.args and not kwarg(call, "device"):
+            return [
+                Hit(
+                    call,
+                    "DDL004",
+                    ".cuda() without a device index and no torch.cuda.set_device: every rank "
+                    "uses GPU 0",
+                )
+            ]
+    return []
+
+
+def check(index: ModuleIndex) -> list[Hit]:
+    if not index.is_ddp_script:
+        return []
+    hits = [h for c in index.calls_named(*DDP_NAMES) if (h := _wrapped_before_moved(index, c))]
+    return hits + _global_rank_as_device(index) + _bare_cuda_without_set_device(index)

@@ -1,0 +1,114 @@
+"""Lint sources and paths: parse once, build the module index only for files that look like
+distributed or AMP training code, run the checks, apply `# noqa`, sort."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Iterable
+
+from ddpdoctor.lint import devices, grad_scaler, init_order, rank_zero, sampling, teardown
+from ddpdoctor.lint.files import collect_files
+from ddpdoctor.lint.finding import Hit, LintFinding
+from ddpdoctor.lint.index import ModuleIndex
+
+Check = Callable[[ModuleIndex], list[Hit]]
+
+CHECKS: list[Check] = [
+    init_order.check,
+    sampling.check_missing_sampler,
+    sampling.check_set_epoch,
+    devices.check,
+    grad_scaler.check,
+    rank_zero.check,
+    teardown.check,
+]
+
+# A file without any of these words has nothing for the checks to find: parse it (to report
+# syntax errors) and stop there. This keeps linting a large tree close to the cost of parsing it.
+MARKERS = ("init_process_group", "DistributedDataParallel", "DistributedSampler", "GradScaler")
+MARKERS += ("DDP", "scaler", "FullyShardedDataParallel")
+
+NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
+
+
+def _noqa_codes(line: str) -> set[str] | None:
+    """None: no noqa. Empty set: bare `# noqa` (everything). Else the codes listed."""
+    match = NOQA.search(line)
+    if match is None:
+        return None
+    codes = match.group("codes")
+    return set(re.split(r"[\s,]+", codes.upper())) if codes else set()
+
+
+def _suppressed(finding: LintFinding, lines: list[str]) -> bool:
+    if not 1 <= finding.line <= len(lines):
+        return False
+    line = lines[finding.line - 1]
+    if "noqa" not in line.lower():
+        return False
+    codes = _noqa_codes(line)
+    return codes is not None and (not codes or finding.code in codes)
+
+
+def _syntax_error(path: str, err: Exception) -> LintFinding:
+    line = getattr(err, "lineno", None) or 1
+    col = getattr(err, "offset", None) or 1
+    reason = getattr(err, "msg", None) or str(err) or type(err).__name__
+    return LintFinding(path, line, max(col, 1), "DDL000", f"cannot parse: {reason}")
+
+
+def lint_source(source: str, path: str = "<string>") -> list[LintFinding]:
+    """All findings for one file's text, sorted, `# noqa` applied. Never raises on bad input."""
+    try:
+        tree = ast.parse(source, filename=path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
+        return [_syntax_error(path, err)]
+    if not any(m in source for m in MARKERS):
+        return []
+    index = ModuleIndex(tree)
+    findings: set[LintFinding] = set()
+    for check in CHECKS:
+        try:
+            hits = check(index)
+        except RecursionError:
+            continue  # pathologically deep code: say nothing rather than guess
+        for hit in hits:
+            line = getattr(hit.node, "lineno", 1)
+            col = getattr(hit.node, "col_offset", 0) + 1
+            findings.add(LintFinding(path, line, col, hit.code, hit.message))
+    lines = source.splitlines()
+    return sorted(f for f in findings if not _suppressed(f, lines))
+
+
+def read_source(path: str) -> str | LintFinding:
+    """The file's text (honouring a PEP 263 coding line), or a DDL000 finding."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as err:
+        return LintFinding(path, 1, 1, "DDL000", f"cannot read: {err.strerror or err}")
+    try:
+        import io
+        import tokenize
+
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding)
+    except (SyntaxError, UnicodeDecodeError, LookupError) as err:
+        return LintFinding(path, 1, 1, "DDL000", f"cannot decode: {err}")
+
+
+def lint_files(files: Iterable[str]) -> list[LintFinding]:
+    findings: list[LintFinding] = []
+    for path in files:
+        source = read_source(path)
+        if isinstance(source, LintFinding):
+            findings.append(source)
+        else:
+            findings.extend(lint_source(source, path))
+    return findings
+
+
+def lint_paths(paths: Iterable[str]) -> list[LintFinding]:
+    """Lint files and folders (recursively, `.py` only, vendored/virtualenv folders skipped)."""
+    return lint_files(collect_files(paths))

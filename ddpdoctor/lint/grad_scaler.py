@@ -1,0 +1,251 @@
+"""DDL005: GradScaler calls out of order within a training step — zero_grad between
+`scale(loss).backward()` and `step`, clipping before `unscale_`, `step` with no `update`, a
+scaler built inside the training loop, `unscale_` twice per step. Calls in the two arms of an
+if/else never count against each other."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from ddpdoctor.lint.finding import Hit
+from ddpdoctor.lint.index import ModuleIndex, calls_in_order, dotted, last_name, position
+
+CLIPS = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"})
+SELF_UNSCALING = ("accelerator", "fabric", "engine")  # their clip unscales first
+
+
+@dataclass(frozen=True)
+class _Event:
+    kind: str  # B backward-on-scaled-loss, Z zero_grad, C clip, U unscale_, S step, P update
+    call: ast.Call
+    scaler: str = ""
+    target: str = ""
+
+
+class _Branches:
+    """Which arm of each enclosing if/else a call sits in, to tell exclusive calls apart."""
+
+    def __init__(self, index: ModuleIndex) -> None:
+        self.index = index
+        self.cache: dict[int, dict[int, str]] = {}
+
+    def arms(self, node: ast.AST) -> dict[int, str]:
+        if id(node) not in self.cache:
+            arms: dict[int, str] = {}
+            child = node
+            for anc in self.index.ancestors(node):
+                if isinstance(anc, ast.If):
+                    arms[id(anc)] = "body" if child in anc.body else "orelse"
+                child = anc
+            self.cache[id(node)] = arms
+        return self.cache[id(node)]
+
+    def exclusive(self, a: ast.AST, b: ast.AST) -> bool:
+        arms_a, arms_b = self.arms(a), self.arms(b)
+        return any(arms_b.get(k, arm) != arm for k, arm in arms_a.items())
+
+
+def _scaler_key(index: ModuleIndex, recv: ast.AST) -> str | None:
+    key = dotted(recv)
+    if key is not None and "scaler" in key.rsplit(".", 1)[-1].lower():
+        return key
+    for origin in index.origins(recv):
+        if isinstance(origin, ast.Call) and index.callee_name(origin) == "GradScaler":
+            return key or "scaler"
+    return None
+
+
+def _event(index: ModuleIndex, call: ast.Call) -> _Event | None:
+    func = call.func
+    name = index.callee_name(call)
+    if name == "zero_grad":
+        recv = (dotted(func.value) or "") if isinstance(func, ast.Attribute) else ""
+        return _Event("Z", call, target=recv)
+    if name in CLIPS:
+        recv = (dotted(func.value) or "") if isinstance(func, ast.Attribute) else ""
+        return None if any(w in recv.lower() for w in SELF_UNSCALING) else _Event("C", call)
+    if not isinstance(func, ast.Attribute):
+        return None
+    if name == "backward":
+        scaled = func.value
+        if isinstance(scaled, ast.Call) and last_name(scaled.func) == "scale":
+            key = isinstance(scaled.func, ast.Attribute) and _scaler_key(index, scaled.func.value)
+            return _Event("B", call, key) if key else None
+        return None
+    if name in ("unscale_", "step", "update"):
+        key = _scaler_key(index, func.value)
+        if key is None:
+            return None
+        target = (dotted(call.args[0]) or "") if call.args else ""
+        return _Event({"unscale_": "U", "step": "S", "update": "P"}[name], call, key, target)
+    return None
+
+
+class _StepOrder:
+    def __init__(self, index: ModuleIndex, events: list[_Event]) -> None:
+        self.index = index
+        self.events = events
+        self.branches = _Branches(index)
+
+    def together(self, *nodes: ast.AST) -> bool:
+        return not any(
+            self.branches.exclusive(a, b) for i, a in enumerate(nodes) for b in nodes[i + 1 :]
+        )
+
+    def between(self, kind: str, a: _Event, b: _Event, scaler: str) -> bool:
+        lo, hi = position(a.call), position(b.call)
+        return any(
+            e.kind == kind
+            and e.scaler == scaler
+            and lo < position(e.call) < hi
+            and self.together(e.call, b.call)
+            for e in self.events
+        )
+
+    def open_backward(self, e: _Event) -> _Event | None:
+        """The scaled backward this call follows while its step is still to come, if any."""
+        here = position(e.call)
+        backwards = [
+            b
+            for b in self.events
+            if b.kind == "B" and position(b.call) < here and self.together(b.call, e.call)
+        ]
+        if not backwards:
+            return None
+        b = backwards[-1]
+        if self.between("S", b, e, b.scaler):
+            return None
+        later_step = any(
+            s.kind == "S"
+            and s.scaler == b.scaler
+            and position(s.call) > here
+            and self.together(s.call, e.call, b.call)
+            for s in self.events
+        )
+        return b if later_step else None
+
+    def other_optimizer(self, z: _Event) -> bool:
+        """`opt_g.zero_grad()` while `opt_d` is about to step (GAN code): not this step's
+        gradients."""
+        steps = [e for e in self.events if e.kind == "S"]
+        later = [s for s in steps if position(s.call) > position(z.call)]
+        next_step = later[0].target if later else ""
+        return z.target in {s.target for s in steps} and z.target != next_step
+
+    def hits(self) -> list[Hit]:
+        hits: list[Hit] = []
+        for e in self.events:
+            if e.kind == "Z" and self.open_backward(e) and not self.other_optimizer(e):
+                hits.append(
+                    Hit(
+                        e.call,
+                        "DDL005",
+                        "zero_grad between scaler.scale(loss).backward() and scaler.step(): "
+                        "the step sees no gradients",
+                    )
+                )
+            elif e.kind == "C":
+                b = self.open_backward(e)
+                if b is not None and not self.between("U", b, e, b.scaler):
+                    hits.append(
+                        Hit(
+                            e.call,
+                            "DDL005",
+                            f"gradients are clipped while still scaled: call "
+                            f"{b.scaler}.unscale_(optimizer) before clipping",
+                        )
+                    )
+            elif e.kind == "U":
+                hit = self.unscaled_twice(e)
+                if hit is not None:
+                    hits.append(hit)
+        return hits
+
+    def unscaled_twice(self, u: _Event) -> Hit | None:
+        for prev in self.events:
+            if prev is u:
+                break
+            if (
+                prev.kind == "U"
+                and (prev.scaler, prev.target) == (u.scaler, u.target)
+                and self.together(prev.call, u.call)
+                and not self.between("S", prev, u, u.scaler)
+            ):
+                return Hit(
+                    u.call,
+                    "DDL005",
+                    f"unscale_ called again before step (first on line {prev.call.lineno}): "
+                    "it raises 'unscale_() has already been called'",
+                )
+        u_loops = self.index.enclosing_loops(u.call)
+        for s in self.events:
+            if s.kind != "S" or s.scaler != u.scaler or position(s.call) < position(u.call):
+                continue
+            extra = [loop for loop in u_loops if loop not in self.index.enclosing_loops(s.call)]
+            if extra:
+                return Hit(
+                    u.call,
+                    "DDL005",
+                    f"unscale_ runs on every pass of the loop on line {extra[-1].lineno} but "
+                    f"step only after it: unscale_ twice per step raises",
+                )
+        return None
+
+
+def _innermost_loop(index: ModuleIndex, node: ast.AST) -> int | None:
+    loops = index.enclosing_loops(node)
+    return id(loops[0]) if loops else None
+
+
+def _scaler_in_training_loop(index: ModuleIndex) -> list[Hit]:
+    """A scaler made in the same loop body as the backward: one per step. (One per fold or
+    per trial, in an outer loop, is a fresh run and fine.)"""
+    step_loops = {_innermost_loop(index, b) for b in index.calls_named("backward")}
+    step_loops.discard(None)
+    hits = []
+    for call in index.calls_named("GradScaler"):
+        if _innermost_loop(index, call) in step_loops:
+            hits.append(
+                Hit(
+                    call,
+                    "DDL005",
+                    "GradScaler created inside the training loop: it forgets its scale every "
+                    "step (create it once, before the loop)",
+                )
+            )
+    return hits
+
+
+def _step_without_update(index: ModuleIndex, events: list[_Event]) -> list[Hit]:
+    updated = {e.scaler.rsplit(".", 1)[-1] for e in events if e.kind == "P"}
+    hits, seen = [], set()
+    for e in events:
+        short = e.scaler.rsplit(".", 1)[-1]
+        if e.kind == "S" and short not in updated and short not in seen:
+            seen.add(short)
+            hits.append(
+                Hit(
+                    e.call,
+                    "DDL005",
+                    f"{e.scaler}.step() without {e.scaler}.update(): the loss scale never adapts",
+                )
+            )
+    return hits
+
+
+def check(index: ModuleIndex) -> list[Hit]:
+    relevant = index.calls_named("scale", "unscale_", "GradScaler")
+    if not relevant:
+        return []
+    hits = _scaler_in_training_loop(index)
+    scopes: dict[int, ast.AST] = {}
+    for call in index.calls_named("scale", "unscale_", "step", "update"):
+        scope = index.scope_of(call)
+        scopes[id(scope)] = scope
+    all_events: list[_Event] = []
+    for scope in scopes.values():
+        events = [e for c in calls_in_order(index, list(scope.body)) if (e := _event(index, c))]
+        all_events.extend(events)
+        hits.extend(_StepOrder(index, events).hits())
+    return hits + _step_without_update(index, all_events)

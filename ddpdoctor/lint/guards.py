@@ -1,0 +1,225 @@
+"""Is this statement only run on rank 0? Recognises the guards real scripts use: `if rank == 0`,
+`if dist.get_rank() == 0`, `if master_process`, `if is_main_process()`, `if self.gpu_id == 0`,
+`if args.rank % ngpus_per_node == 0`, `if not rank`, `local_rank in [-1, 0]`, early exits such as
+`if rank != 0: return`, `@rank_zero_only` helpers and callers that guard every call."""
+
+from __future__ import annotations
+
+import ast
+
+from ddpdoctor.lint.index import FUNC_TYPES, ModuleIndex, dotted, last_name
+
+RANK0_WORDS = (
+    "master",
+    "main_process",
+    "is_main",
+    "rank0",
+    "rank_0",
+    "rank_zero",
+    "global_zero",
+    "is_primary",
+    "is_chief",
+    "local_main",
+)
+RANK_FUNCS = frozenset({"get_rank", "get_local_rank", "get_global_rank", "get_node_local_rank"})
+NONDIST_WORDS = ("distributed", "ddp", "is_initialized", "multiprocessing")
+EXITS = (ast.Return, ast.Continue, ast.Break, ast.Raise)
+
+
+def _rankish(expr: ast.AST) -> bool:
+    """An expression that holds a rank (`rank`, `args.local_rank`, `self.gpu_id`, `get_rank()`,
+    `args.rank % ngpus_per_node`)."""
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mod):
+        return _rankish(expr.left)
+    if isinstance(expr, ast.Call):
+        return last_name(expr.func) in RANK_FUNCS
+    name = last_name(expr).lower() if isinstance(expr, (ast.Name, ast.Attribute)) else ""
+    return "rank" in name or name in ("gpu", "gpu_id", "device_id", "local_gpu")
+
+
+def _rank0_name(expr: ast.AST) -> bool:
+    target = expr.func if isinstance(expr, ast.Call) else expr
+    if not isinstance(target, (ast.Name, ast.Attribute)):
+        return False
+    name = last_name(target).lower()
+    return any(w in name for w in RANK0_WORDS)
+
+
+def _int(expr: ast.AST) -> int | None:
+    if isinstance(expr, ast.Constant) and type(expr.value) is int:
+        return expr.value
+    if (
+        isinstance(expr, ast.UnaryOp)
+        and isinstance(expr.op, ast.USub)
+        and isinstance(expr.operand, ast.Constant)
+        and type(expr.operand.value) is int
+    ):
+        return -expr.operand.value
+    return None
+
+
+def _atom(test: ast.AST) -> int:
+    """+1: true only on rank 0; -1: true only off rank 0; 0: cannot tell."""
+    if _rank0_name(test):
+        return 1
+    if isinstance(test, (ast.Name, ast.Attribute)) and _rankish(test):
+        return -1  # `if rank:` is true on every rank but 0
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return 0
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if _int(left) is not None:
+        left, right = right, left
+        op = {ast.Gt: ast.Lt(), ast.Lt: ast.Gt(), ast.GtE: ast.LtE(), ast.LtE: ast.GtE()}.get(
+            type(op), op
+        )
+    if not _rankish(left):
+        return 0
+    if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, (ast.List, ast.Tuple, ast.Set)):
+        values = {_int(e) for e in right.elts}
+        if 0 in values and values <= {0, -1}:
+            return 1 if isinstance(op, ast.In) else -1
+        return 0
+    value = _int(right)
+    if value is None:
+        return 0
+    if value == 0:
+        return {ast.Eq: 1, ast.Is: 1, ast.LtE: 1, ast.NotEq: -1, ast.IsNot: -1, ast.Gt: -1}.get(
+            type(op), 0
+        )
+    if value == 1:
+        return {ast.Lt: 1, ast.GtE: -1}.get(type(op), 0)
+    return 0
+
+
+def _nondistributed(test: ast.AST) -> bool:
+    """`not args.distributed`, `world_size == 1`, `local_rank == -1`: a single-process run."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = test.operand
+        name = last_name(inner).lower()
+        return any(w in name for w in NONDIST_WORDS)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        left, right = test.left, test.comparators[0]
+        name = last_name(left).lower()
+        if "world_size" in name and _int(right) == 1 and isinstance(test.ops[0], ast.Eq):
+            return True
+        if _rankish(left) and _int(right) == -1 and isinstance(test.ops[0], ast.Eq):
+            return True
+    return False
+
+
+def implies_rank0(test: ast.AST, negated: bool = False) -> bool:
+    """Whether `test` (or `not test` when negated) being true means we are on rank 0."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return implies_rank0(test.operand, not negated)
+    if isinstance(test, ast.BoolOp):
+        conj = isinstance(test.op, ast.And) != negated  # not (a or b) == not a and not b
+        if conj:
+            return any(implies_rank0(v, negated) for v in test.values)
+        ok = [implies_rank0(v, negated) for v in test.values]
+        return any(ok) and all(
+            o or (not negated and _nondistributed(v)) for o, v in zip(ok, test.values, strict=True)
+        )
+    polarity = _atom(test)
+    return polarity == (-1 if negated else 1)
+
+
+def _exits(body: list[ast.stmt]) -> bool:
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, EXITS):
+        return True
+    return (
+        isinstance(last, ast.Expr)
+        and isinstance(last.value, ast.Call)
+        and last_name(last.value.func) in ("exit", "_exit")
+    )
+
+
+def guarded_locally(index: ModuleIndex, node: ast.AST) -> bool:
+    """Guarded within its own function: an enclosing rank-0 `if`, a preceding early exit for
+    the other ranks, or a rank-0 `x if rank == 0 else y` / `rank == 0 and f()`."""
+    child = node
+    for anc in index.ancestors(node):
+        if isinstance(anc, (ast.If, ast.IfExp)) and child is not anc.test:
+            in_body = child is anc.body or (isinstance(anc.body, list) and child in anc.body)
+            if implies_rank0(anc.test, negated=not in_body):
+                return True
+        elif isinstance(anc, ast.BoolOp) and isinstance(anc.op, ast.And):
+            for v in anc.values:
+                if v is child:
+                    break
+                if implies_rank0(v):
+                    return True
+        if _after_early_exit(anc, child):
+            return True
+        child = anc
+    scope = index.scope_of(node)
+    body = getattr(scope, "body", [])
+    return _after_early_exit_in(body, child)
+
+
+def _after_early_exit(container: ast.AST, child: ast.AST) -> bool:
+    for field in ("body", "orelse", "finalbody"):
+        stmts = getattr(container, field, None)
+        if isinstance(stmts, list) and child in stmts:
+            return _after_early_exit_in(stmts, child)
+    return False
+
+
+def _after_early_exit_in(stmts: list[ast.stmt], child: ast.AST) -> bool:
+    for stmt in stmts:
+        if stmt is child:
+            return False
+        if not isinstance(stmt, ast.If):
+            continue
+        if _exits(stmt.body) and implies_rank0(stmt.test, negated=True):
+            return True  # if rank != 0: return
+        if _exits(stmt.orelse) and implies_rank0(stmt.test):
+            return True  # if rank == 0: ... else: return
+    return False
+
+
+def rank0_function(func: ast.AST) -> bool:
+    """A helper that only runs on rank 0 by name or decorator (`@rank_zero_only`,
+    `save_on_master`, `log_if_main_process`)."""
+    if not isinstance(func, FUNC_TYPES):
+        return False
+    if any(w in func.name.lower() for w in RANK0_WORDS):
+        return True
+    for dec in func.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        text = (dotted(target) or "").lower()
+        if any(w in text for w in RANK0_WORDS):
+            return True
+    return False
+
+
+def every_rank_call(index: ModuleIndex, node: ast.AST) -> ast.Call | None | bool:
+    """Whether `node` runs on every rank. False: a guard keeps it on rank 0 (here or in every
+    caller), or nothing in this file runs it. None: it runs unguarded in an entry point itself
+    (module level, `main`, a spawned worker). A Call: the first unguarded call of the helper
+    that holds it."""
+    return _every_rank(index, node, set())
+
+
+def _every_rank(index: ModuleIndex, node: ast.AST, seen: set[ast.AST]) -> ast.Call | None | bool:
+    if guarded_locally(index, node):
+        return False
+    scope = index.scope_of(node)
+    # With mp.spawn, only the spawned workers are ranks; the launching code runs once.
+    launcher = bool(index.spawn_targets)
+    if scope is index.tree:
+        return False if launcher else None
+    if rank0_function(scope) or scope in seen:
+        return False
+    seen.add(scope)
+    sites = index.call_sites.get(scope, [])
+    if scope in index.spawn_targets:
+        return None
+    if not sites:
+        return None if scope in index.entry_points and not launcher else False
+    for site in sites:
+        if _every_rank(index, site, seen) is not False:
+            return site
+    return False

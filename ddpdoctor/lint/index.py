@@ -1,0 +1,449 @@
+"""What the checks need to know about one module, gathered in a single walk over its tree: parents,
+calls by name, functions, classes, assignments and import aliases. The checks ask it questions
+(where does this value come from? who calls this function?) instead of walking the tree again."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from collections.abc import Iterator
+from functools import cached_property
+
+FUNC_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
+COMP_TYPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)
+
+
+class _Unknown:
+    """An origin we cannot see (a parameter, a loop variable, an import): checks stay silent."""
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN = _Unknown()
+Origin = ast.AST | _Unknown
+
+DDP_NAMES = frozenset({"DistributedDataParallel", "DDP"})
+WRAPPER_NAMES = DDP_NAMES | {"FullyShardedDataParallel", "FSDP"}
+
+
+def dotted(expr: ast.AST) -> str | None:
+    """`self.train_sampler` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if isinstance(expr, ast.Name):
+        parts.append(expr.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def last_name(expr: ast.AST) -> str:
+    """The last identifier of a callee or receiver (`dist.barrier` → `barrier`), or ''."""
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Call):
+        return last_name(expr.func)
+    return ""
+
+
+def kwarg(call: ast.Call, name: str) -> ast.expr | None:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    return None
+
+
+def has_star_args(call: ast.Call) -> bool:
+    """`f(*args)` / `f(**kwargs)`: any argument may be hiding in there."""
+    return any(kw.arg is None for kw in call.keywords) or any(
+        isinstance(a, ast.Starred) for a in call.args
+    )
+
+
+def is_const(expr: ast.AST | None, value: object) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is value
+
+
+class ModuleIndex:
+    """Facts about one parsed module. Built once per file; every check reads from it."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.parents: dict[int, ast.AST] = {}
+        self.calls: list[ast.Call] = []
+        self.calls_by_name: dict[str, list[ast.Call]] = defaultdict(list)
+        self.functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = defaultdict(list)
+        self.classes: dict[str, ast.ClassDef] = {}
+        self.bindings: dict[str, list[tuple[ast.AST, Origin | ast.expr]]] = defaultdict(list)
+        self.returns: list[ast.Return] = []
+        self.loops: list[ast.AST] = []
+        self.aliases: dict[str, str] = {}
+        self.name_loads: set[str] = set()
+        self.attr_names: set[str] = set()
+        self.strings: list[str] = []
+        self.has_main_guard = False
+        self._resolved: dict[int, list] = {}
+        self._walk()
+
+    # -- the one walk -------------------------------------------------------------------------
+    def _walk(self) -> None:
+        # Parents live in a dict keyed by id(), not on the nodes: no reference cycles, so a
+        # file's tree is freed as soon as its index is, without waiting for the cycle collector.
+        parents = self.parents
+        stack: list[tuple[ast.AST, ast.AST]] = [(self.tree, self.tree)]
+        calls, functions, bindings = self.calls, self.functions, self.bindings
+        node_type, list_type = ast.AST, list
+        while stack:
+            node, scope = stack.pop()
+            t = type(node)
+            inner = node if t in FUNC_TYPES else scope
+            for field in node._fields:
+                value = getattr(node, field, None)
+                if isinstance(value, list_type):
+                    for child in value:
+                        if isinstance(child, node_type):
+                            parents[id(child)] = node
+                            stack.append((child, inner))
+                elif isinstance(value, node_type):
+                    parents[id(value)] = node
+                    stack.append((value, inner))
+            if t is ast.Call:
+                calls.append(node)
+            elif t is ast.Name:
+                if type(node.ctx) is ast.Load:
+                    self.name_loads.add(node.id)
+            elif t is ast.Attribute:
+                self.attr_names.add(node.attr)
+            elif t is ast.Assign:
+                for target in node.targets:
+                    self._bind(target, node.value, scope)
+            elif t is ast.AnnAssign or t is ast.NamedExpr:
+                if node.value is not None:
+                    self._bind(node.target, node.value, scope)
+            elif t in FUNC_TYPES:
+                functions[node.name].append(node)
+                args = node.args
+                for a in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+                    bindings[a.arg].append((node, UNKNOWN))
+            elif t is ast.Return:
+                self.returns.append(node)
+            elif t in LOOP_TYPES:
+                self.loops.append(node)
+                if t is not ast.While:
+                    self._bind(node.target, None, scope)
+            elif t is ast.comprehension:
+                self._bind(node.target, None, scope)
+            elif t is ast.withitem:
+                if node.optional_vars is not None:
+                    self._bind(node.optional_vars, None, scope)
+            elif t is ast.ClassDef:
+                self.classes[node.name] = node
+            elif t is ast.Import:
+                for a in node.names:
+                    if a.asname:
+                        self.aliases[a.asname] = a.name
+            elif t is ast.ImportFrom:
+                for a in node.names:
+                    self.aliases[a.asname or a.name] = f"{node.module or ''}.{a.name}"
+            elif t is ast.Constant:
+                if type(node.value) is str and len(node.value) < 64:
+                    self.strings.append(node.value)
+            elif t is ast.If:
+                test = node.test
+                if (
+                    type(test) is ast.Compare
+                    and type(test.left) is ast.Name
+                    and test.left.id == "__name__"
+                ):
+                    self.has_main_guard = True
+        for call in calls:
+            self.calls_by_name[self.callee_name(call)].append(call)
+
+    def _bind(self, target: ast.AST, value: ast.expr | None, scope: ast.AST) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for elt in target.elts:
+                self._bind(elt, None, scope)
+            return
+        if isinstance(target, ast.Starred):
+            self._bind(target.value, None, scope)
+            return
+        key = dotted(target)
+        if key is not None:
+            self.bindings[key].append((scope, UNKNOWN if value is None else value))
+
+    def values_of(self, key: str, at: ast.AST) -> list[Origin | ast.expr]:
+        """What `key` may have been assigned, seen from `at`: a plain name looks in its own
+        function first, then at module level (Python's local/global rule); an attribute such
+        as `self.sampler` may be assigned anywhere in the file."""
+        entries = self.bindings.get(key)
+        if not entries:
+            return []
+        if "." not in key:
+            scope = self.scope_of(at)
+            local = [v for s, v in entries if s is scope]
+            if local:
+                return local
+            module = [v for s, v in entries if s is self.tree]
+            if module:
+                return module
+        return [v for _, v in entries]
+
+    # -- names --------------------------------------------------------------------------------
+    def qualname(self, expr: ast.AST) -> str:
+        """`torch.distributed.barrier` for `dist.barrier` after `import torch.distributed as
+        dist`; the dotted text when there is no import alias; '' for anything else."""
+        text = dotted(expr)
+        if text is None:
+            return ""
+        head, _, rest = text.partition(".")
+        full = self.aliases.get(head)
+        if full is None:
+            return text
+        return f"{full}.{rest}" if rest else full
+
+    def callee_name(self, call: ast.Call) -> str:
+        """The callee's last name after resolving import aliases (`DDP` → the class name)."""
+        func = call.func
+        if isinstance(func, ast.Name):
+            full = self.aliases.get(func.id)
+            return full.rsplit(".", 1)[-1] if full else func.id
+        if isinstance(func, ast.Attribute):
+            return func.attr
+        return ""
+
+    def calls_named(self, *names: str) -> list[ast.Call]:
+        out: list[ast.Call] = []
+        for name in names:
+            out.extend(self.calls_by_name.get(name, ()))
+        return sorted(out, key=position)
+
+    def is_torch_distributed(self, call: ast.Call) -> bool:
+        return self.qualname(call.func).startswith("torch.distributed.")
+
+    def mentions(self, *names: str) -> bool:
+        """Whether any of these names is called or read anywhere in the module."""
+        return any(n in self.calls_by_name or n in self.name_loads for n in names)
+
+    # -- the distributed picture --------------------------------------------------------------
+    @cached_property
+    def init_calls(self) -> list[ast.Call]:
+        return self.calls_named("init_process_group")
+
+    @cached_property
+    def wrapper_calls(self) -> list[ast.Call]:
+        return self.calls_named(*WRAPPER_NAMES)
+
+    @cached_property
+    def is_ddp_script(self) -> bool:
+        """The file sets up or uses data-parallel training itself."""
+        return bool(self.init_calls or self.wrapper_calls)
+
+    @cached_property
+    def uses_framework(self) -> bool:
+        """Accelerate, Lightning, DeepSpeed and friends shard data and guard I/O themselves."""
+        roots = {v.split(".", 1)[0] for v in self.aliases.values()}
+        roots |= set(self.aliases)
+        return bool(
+            roots
+            & {"accelerate", "lightning", "pytorch_lightning", "deepspeed", "fabric", "composer"}
+        )
+
+    # -- structure ----------------------------------------------------------------------------
+    def parent(self, node: ast.AST) -> ast.AST | None:
+        return self.parents.get(id(node))
+
+    def scope_of(self, node: ast.AST) -> ast.AST:
+        """The function (or the module) whose body holds this node."""
+        p = self.parents.get(id(node))
+        while p is not None and not isinstance(p, SCOPE_TYPES):
+            p = self.parents.get(id(p))
+        return p if p is not None else self.tree
+
+    def ancestors(self, node: ast.AST, stop: ast.AST | None = None) -> Iterator[ast.AST]:
+        """Parents of node up to (not including) its scope, innermost first."""
+        p = self.parents.get(id(node))
+        while p is not None and p is not stop and not isinstance(p, SCOPE_TYPES):
+            yield p
+            p = self.parents.get(id(p))
+
+    def in_loop(self, node: ast.AST) -> bool:
+        """Lexically inside a loop or comprehension of its own function."""
+        return any(isinstance(a, LOOP_TYPES + COMP_TYPES) for a in self.ancestors(node))
+
+    def enclosing_loops(self, node: ast.AST) -> list[ast.AST]:
+        return [a for a in self.ancestors(node) if isinstance(a, LOOP_TYPES)]
+
+    def enclosing_class(self, func: ast.AST) -> ast.ClassDef | None:
+        p = self.parents.get(id(func))
+        return p if isinstance(p, ast.ClassDef) else None
+
+    def resolve_call(self, call: ast.Call) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+        """The functions of this file a call may run: `f()` → plain functions named f,
+        `Cls()` → its `__init__`, `obj.f()` → methods named f (of `self`'s class when the
+        receiver is self, of the class `obj` was built from when we can see it)."""
+        key = id(call)
+        if key not in self._resolved:
+            self._resolved[key] = self._resolve(call)
+        return self._resolved[key]
+
+    def _resolve(self, call: ast.Call) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+        func = call.func
+        if isinstance(func, ast.Name):
+            if func.id in self.classes:
+                return self._methods_of(self.classes[func.id], "__init__")
+            return [f for f in self.functions.get(func.id, ()) if not self.enclosing_class(f)]
+        if isinstance(func, ast.Attribute):
+            methods = [f for f in self.functions.get(func.attr, ()) if self.enclosing_class(f)]
+            if not methods:
+                return []
+            recv = dotted(func.value)
+            if recv in ("self", "cls"):
+                cls = self.enclosing_class(self.scope_of(call))
+                same = [m for m in methods if self.enclosing_class(m) is cls]
+                return same or methods
+            if recv is not None and recv.split(".", 1)[0] in self.aliases:
+                return []  # a module's function, not ours
+            if recv in self.classes:
+                return self._methods_of(self.classes[recv], func.attr)
+            return self._methods_on(func.value, func.attr, methods)
+        return []
+
+    def _methods_of(self, cls: ast.ClassDef, name: str) -> list[ast.AST]:
+        return [f for f in self.functions.get(name, ()) if self.enclosing_class(f) is cls]
+
+    def _methods_on(self, recv: ast.expr, name: str, methods: list[ast.AST]) -> list[ast.AST]:
+        """`trainer.train()` runs Trainer.train when trainer = Trainer(...); a receiver we
+        cannot trace may be any of our classes; `self.model.train()` on a torch module is
+        none of ours."""
+        found: list[ast.AST] = []
+        for origin in self.origins(recv):
+            if origin is UNKNOWN:
+                return methods
+            if isinstance(origin, ast.Call) and isinstance(origin.func, ast.Name):
+                cls = self.classes.get(origin.func.id)
+                if cls is not None:
+                    found.extend(m for m in self._methods_of(cls, name) if m not in found)
+        return found
+
+    @cached_property
+    def call_sites(self) -> dict[ast.AST, list[ast.Call]]:
+        """function → the calls in this file that may run it."""
+        sites: dict[ast.AST, list[ast.Call]] = defaultdict(list)
+        for call in self.calls:
+            for f in self.resolve_call(call):
+                sites[f].append(call)
+        return sites
+
+    @cached_property
+    def spawn_targets(self) -> set[ast.AST]:
+        """Functions started as new processes (mp.spawn(fn), Process(target=fn)): they begin
+        without the parent's process group."""
+        targets: set[ast.AST] = set()
+        for call in self.calls_named("spawn", "start_processes", "Process"):
+            fn = kwarg(call, "target") or kwarg(call, "fn")
+            if fn is None and call.args and self.callee_name(call) != "Process":
+                fn = call.args[0]
+            if isinstance(fn, ast.Name):
+                targets.update(self.functions.get(fn.id, ()))
+        return targets
+
+    @cached_property
+    def entry_points(self) -> set[ast.AST]:
+        """Functions that start a run though nothing here calls them: `main`, spawned workers,
+        and functions handed to a call at module level (`fire.Fire(train)`)."""
+        entries = set(self.spawn_targets)
+        entries.update(f for f in self.functions.get("main", ()) if not self.enclosing_class(f))
+        for call in self.calls:
+            if self.scope_of(call) is not self.tree:
+                continue
+            for arg in call.args:
+                if isinstance(arg, ast.Name):
+                    entries.update(self.functions.get(arg.id, ()))
+        return entries
+
+    def closure(self, seeds: set[ast.AST]) -> set[ast.AST]:
+        """Functions in seeds plus every function that (transitively) calls one of them."""
+        found = set(seeds)
+        changed = True
+        while changed:
+            changed = False
+            for call in self.calls:
+                scope = self.scope_of(call)
+                if scope in found or not isinstance(scope, FUNC_TYPES):
+                    continue
+                if any(f in found for f in self.resolve_call(call)):
+                    found.add(scope)
+                    changed = True
+        return found
+
+    def functions_calling(self, names: tuple[str, ...]) -> set[ast.AST]:
+        """Functions whose body calls one of these names, directly or through local helpers."""
+        seeds = {self.scope_of(c) for n in names for c in self.calls_by_name.get(n, ())}
+        seeds.discard(self.tree)
+        return self.closure(seeds)
+
+    def returns_of(self, func: ast.AST) -> list[ast.expr]:
+        return [r.value for r in self.returns if r.value is not None and self.scope_of(r) is func]
+
+    # -- values -------------------------------------------------------------------------------
+    def origins(self, expr: ast.AST | None, _depth: int = 0) -> set[Origin]:
+        """Where a value may come from: the constructing calls and constants it may hold,
+        following assignments, attributes, conditional expressions and local helper returns.
+        UNKNOWN marks anything we cannot see."""
+        if expr is None or _depth > 8:
+            return {UNKNOWN}
+        if isinstance(expr, (ast.Name, ast.Attribute)):
+            values = self.values_of(dotted(expr) or "", expr)
+            if not values:
+                return {UNKNOWN}
+            out: set[Origin] = set()
+            for v in values:
+                out |= {UNKNOWN} if v is UNKNOWN else self.origins(v, _depth + 1)
+            return out
+        if isinstance(expr, ast.IfExp):
+            return self.origins(expr.body, _depth + 1) | self.origins(expr.orelse, _depth + 1)
+        if isinstance(expr, ast.BoolOp):
+            out = set()
+            for v in expr.values:
+                out |= self.origins(v, _depth + 1)
+            return out
+        if isinstance(expr, ast.NamedExpr):
+            return self.origins(expr.value, _depth + 1)
+        if isinstance(expr, ast.Call):
+            plain = isinstance(expr.func, ast.Name) and expr.func.id not in self.classes
+            funcs = self.resolve_call(expr) if plain else []
+            if funcs:
+                out = set()
+                for f in funcs:
+                    rets = self.returns_of(f)
+                    for r in rets or [None]:
+                        out |= self.origins(r, _depth + 1) if r is not None else {UNKNOWN}
+                return out
+            return {expr}
+        if isinstance(expr, (ast.Constant, ast.JoinedStr, ast.BinOp, ast.Compare)):
+            return {expr}
+        return {UNKNOWN}
+
+
+def position(node: ast.AST) -> tuple[int, int]:
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+
+
+def calls_in_order(index: ModuleIndex, nodes: list[ast.AST]) -> list[ast.Call]:
+    """The calls inside these nodes in source order, skipping nested function bodies."""
+    found: list[ast.Call] = []
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (*FUNC_TYPES, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Call):
+            found.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return sorted(found, key=position)

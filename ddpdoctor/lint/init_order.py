@@ -1,0 +1,180 @@
+"""DDL001: DDP, DistributedSampler or a collective reached before init_process_group. Follows calls
+into helpers of the same file in execution order, and knows that a process started by mp.spawn
+starts without a process group."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from ddpdoctor.lint.finding import Hit
+from ddpdoctor.lint.index import (
+    FUNC_TYPES,
+    WRAPPER_NAMES,
+    ModuleIndex,
+    calls_in_order,
+    dotted,
+    kwarg,
+    last_name,
+)
+
+COLLECTIVES = frozenset(
+    {
+        "all_reduce",
+        "all_gather",
+        "all_gather_object",
+        "all_gather_into_tensor",
+        "all_to_all",
+        "barrier",
+        "broadcast",
+        "broadcast_object_list",
+        "gather",
+        "gather_object",
+        "get_rank",
+        "get_world_size",
+        "monitored_barrier",
+        "new_group",
+        "reduce",
+        "reduce_scatter",
+        "reduce_scatter_tensor",
+        "scatter",
+        "scatter_object_list",
+        "send",
+        "recv",
+    }
+)
+INIT_HELPER_WORDS = ("init_dist", "setup_dist", "dist_init", "distributed_init", "ddp_setup")
+INIT_HELPER_WORDS += ("setup_ddp", "init_ddp", "init_process", "setup_process")
+
+
+CATCHES = frozenset({"Exception", "BaseException", "RuntimeError", "ValueError"})
+
+
+def _catches_init_error(node: ast.Try) -> bool:
+    """`except RuntimeError` (or ValueError, Exception, bare) around a call that needs a group."""
+    for handler in node.handlers:
+        if handler.type is None:
+            return True
+        types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        if any(last_name(t) in CATCHES for t in types):
+            return True
+    return False
+
+
+@dataclass
+class _Summary:
+    inits: bool = False
+    uses_before_init: list[ast.Call] = field(default_factory=list)
+
+
+class _InitOrder:
+    def __init__(self, index: ModuleIndex) -> None:
+        self.index = index
+        self.summaries: dict[ast.AST, _Summary] = {}
+        self.hits: dict[int, Hit] = {}
+
+    def use_label(self, call: ast.Call) -> str | None:
+        """What this call needs the process group for, or None."""
+        index = self.index
+        name = index.callee_name(call)
+        if name in WRAPPER_NAMES:
+            return f"{dotted(call.func) or name}(...)"
+        if name == "DistributedSampler":
+            explicit = kwarg(call, "num_replicas") is not None and kwarg(call, "rank") is not None
+            return None if explicit or len(call.args) >= 3 else "DistributedSampler(...)"
+        if name in COLLECTIVES and index.is_torch_distributed(call):
+            return f"{dotted(call.func)}()"
+        return None
+
+    def is_init(self, call: ast.Call) -> bool:
+        name = self.index.callee_name(call)
+        if name in ("init_process_group", "init_distributed", "Accelerator"):
+            return True
+        if self.index.resolve_call(call):
+            return False
+        low = name.lower()
+        return low == "setup" or any(w in low for w in INIT_HELPER_WORDS)
+
+    def checks_initialized(self, call: ast.Call, scope: ast.AST) -> bool:
+        """Code that asks `dist.is_initialized()` first, or catches the error, is written for
+        both cases."""
+        if any(
+            isinstance(a, ast.Try) and _catches_init_error(a) for a in self.index.ancestors(call)
+        ):
+            return True
+        if isinstance(scope, FUNC_TYPES):
+            return any(
+                self.index.scope_of(c) is scope for c in self.index.calls_named("is_initialized")
+            )
+        for anc in self.index.ancestors(call):
+            test = getattr(anc, "test", None)
+            if test is not None and any(
+                isinstance(n, ast.Attribute | ast.Name)
+                and (getattr(n, "attr", None) or getattr(n, "id", None)) == "is_initialized"
+                for n in ast.walk(test)
+            ):
+                return True
+        return False
+
+    def summary(self, func: ast.AST) -> _Summary:
+        if func in self.summaries:
+            return self.summaries[func]
+        self.summaries[func] = _Summary()  # cycle guard: a recursive call sees no effect
+        self.summaries[func] = self.run(func, report=False)
+        return self.summaries[func]
+
+    def run(self, scope: ast.AST, report: bool) -> _Summary:
+        """Walk the scope's calls in execution order from 'no process group yet'. A
+        destroy_process_group before the init means a group existed: a re-init, not a bug."""
+        out = _Summary()
+        pending: list[Hit] = []
+        for call in calls_in_order(self.index, list(scope.body)):
+            if out.inits:
+                break
+            if self.is_init(call):
+                out.inits = True
+                continue
+            if self.index.callee_name(call) == "destroy_process_group":
+                return _Summary(inits=True)
+            label = self.use_label(call)
+            if label is not None:
+                if not self.checks_initialized(call, scope):
+                    out.uses_before_init.append(call)
+                    pending.append(
+                        Hit(call, "DDL001", f"{label} runs before init_process_group on this path")
+                    )
+                continue
+            for func in self.index.resolve_call(call):
+                sub = self.summary(func)
+                if sub.uses_before_init and not sub.inits:
+                    out.uses_before_init.append(call)
+                    first = sub.uses_before_init[0]
+                    what = self.use_label(first) or f"{dotted(first.func)}()"
+                    pending.append(
+                        Hit(
+                            call,
+                            "DDL001",
+                            f"{dotted(call.func)}() reaches {what} (line {first.lineno}) "
+                            "before init_process_group",
+                        )
+                    )
+                if sub.inits:
+                    out.inits = True
+        if report:
+            for hit in pending:
+                self.hits.setdefault(id(hit.node), hit)
+        return out
+
+
+def check(index: ModuleIndex) -> list[Hit]:
+    if not index.init_calls:
+        return []  # the group is set up elsewhere (a helper module): nothing to order against
+    order = _InitOrder(index)
+    # Where a process starts without a group: the module, spawned workers and entry points,
+    # and any function that sets the group up itself (what comes before its init is too soon).
+    starts = set(index.entry_points) | {index.scope_of(c) for c in index.init_calls}
+    starts.discard(index.tree)
+    roots = [index.tree, *sorted(starts, key=lambda f: f.lineno)]
+    for root in roots:
+        order.run(root, report=True)
+    return list(order.hits.values())

@@ -1,0 +1,148 @@
+"""DDL006 (opinionated, a warning): checkpoints saved, files written, or progress printed inside
+the training loop on every rank. Only torch.save, open(..., 'w'/'a') and print/tqdm/logging in a
+training loop count; per-rank file names, rank-0 guards (here or in every caller) and scripts that
+silence print off rank 0 keep it quiet."""
+
+from __future__ import annotations
+
+import ast
+
+from ddpdoctor.lint.finding import Hit
+from ddpdoctor.lint.guards import every_rank_call
+from ddpdoctor.lint.index import ModuleIndex, dotted, kwarg, last_name
+
+LOG_LEVELS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception"})
+PRINT_SILENCERS = ("setup_for_distributed", "init_distributed_mode", "suppress_output")
+RANKISH = ("rank", "gpu_id")
+
+
+def _mentions_rank(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> bool:
+    """Per-rank paths (`f'ckpt_{rank}.pt'`) and messages (`[GPU{gpu_id}]`) are meant per rank."""
+    if expr is None:
+        return False
+    for node in ast.walk(expr):
+        name = last_name(node).lower() if isinstance(node, (ast.Name, ast.Attribute)) else ""
+        if name and any(w in name for w in RANKISH):
+            return True
+        if isinstance(node, ast.Name) and depth < 2:
+            for value in index.values_of(node.id, node):
+                if isinstance(value, ast.AST) and _mentions_rank(index, value, depth + 1):
+                    return True
+    return False
+
+
+def _write(index: ModuleIndex, call: ast.Call) -> str | None:
+    """'torch.save' / "open(..., 'w')" for a call that writes a file, else None."""
+    name = index.callee_name(call)
+    if name == "save" and index.qualname(call.func) == "torch.save":
+        path = call.args[1] if len(call.args) > 1 else kwarg(call, "f")
+        return None if _mentions_rank(index, path) else "torch.save"
+    if name == "open" and isinstance(call.func, ast.Name) and call.args:
+        mode = call.args[1] if len(call.args) > 1 else kwarg(call, "mode")
+        if not (isinstance(mode, ast.Constant) and isinstance(mode.value, str)):
+            return None
+        if not any(ch in mode.value for ch in "wax"):
+            return None
+        if "devnull" in (dotted(call.args[0]) or ""):
+            return None  # silencing output off rank 0, not writing a file
+        return None if _mentions_rank(index, call.args[0]) else f"open(..., {mode.value!r})"
+    return None
+
+
+def _training_loops(index: ModuleIndex) -> set[int]:
+    """Loops that run backward, directly or through a helper of this file."""
+    trainers = index.functions_calling(("backward",))
+    loops: set[int] = set()
+    for call in index.calls:
+        if index.callee_name(call) == "backward" or any(
+            f in trainers for f in index.resolve_call(call)
+        ):
+            loops.update(id(loop) for loop in index.enclosing_loops(call))
+    return loops
+
+
+def _progress(index: ModuleIndex, call: ast.Call, loggers: set[str]) -> str | None:
+    name = index.callee_name(call)
+    func = call.func
+    if name == "print" and isinstance(func, ast.Name):
+        return "print"
+    if name in ("tqdm", "trange") and kwarg(call, "disable") is None:
+        return name
+    if name == "write" and isinstance(func, ast.Attribute) and last_name(func.value) == "tqdm":
+        return "tqdm.write"
+    if name in LOG_LEVELS and isinstance(func, ast.Attribute):
+        recv = dotted(func.value) or ""
+        if recv == "logging" or recv in loggers:
+            return f"{recv}.{name}"
+    return None
+
+
+def _plain_loggers(index: ModuleIndex) -> set[str]:
+    """Logger names set up with logging.getLogger and no rank-aware level or filter."""
+    for call in index.calls_named("basicConfig", "setLevel", "addFilter", "disable"):
+        if any(_mentions_rank(index, a) for a in [*call.args, *(k.value for k in call.keywords)]):
+            return set()
+    names = set()
+    for key, entries in index.bindings.items():
+        if any(
+            isinstance(v, ast.Call) and index.qualname(v.func) == "logging.getLogger"
+            for _, v in entries
+        ):
+            names.add(key)
+    return names
+
+
+def _print_silenced(index: ModuleIndex) -> bool:
+    """The script replaces print or stdout off rank 0 (`builtins.print = ...`,
+    `sys.stdout = open(os.devnull, 'w')`) or calls a helper known to do so."""
+    return index.mentions(*PRINT_SILENCERS) or any(
+        k.endswith("builtin__.print") or k in ("builtins.print", "sys.stdout")
+        for k in index.bindings
+    )
+
+
+def _where(site: ast.Call | None) -> str:
+    if site is None:
+        return ""
+    return f" (through {dotted(site.func) or 'a call'}() on line {site.lineno}, not guarded)"
+
+
+def check(index: ModuleIndex) -> list[Hit]:
+    if not index.is_ddp_script or index.uses_framework:
+        return []
+    if not (index.calls_by_name.get("backward") or index.wrapper_calls):
+        return []  # sets up a group but trains nothing here: not a training script
+    hits: list[Hit] = []
+    for call in index.calls_named("save", "open"):
+        what = _write(index, call)
+        site = every_rank_call(index, call) if what else False
+        if site is not False:
+            hits.append(
+                Hit(
+                    call,
+                    "DDL006",
+                    f"{what} runs on every rank: N ranks write the same file{_where(site)}",
+                )
+            )
+    loops = _training_loops(index)
+    if not loops:
+        return hits
+    loggers = _plain_loggers(index)
+    silenced = _print_silenced(index)
+    for call in index.calls:
+        what = _progress(index, call, loggers)
+        if what is None or (silenced and what == "print"):
+            continue
+        if not any(id(loop) in loops for loop in index.enclosing_loops(call)):
+            continue
+        if _mentions_rank(index, call, depth=2):
+            continue  # `[rank {rank}] loss ...` is meant once per rank
+        if every_rank_call(index, call) is not False:
+            hits.append(
+                Hit(
+                    call,
+                    "DDL006",
+                    f"{what} in the training loop runs on every rank: N copies of each line",
+                )
+            )
+    return hits

@@ -1,0 +1,248 @@
+"""DDL002 (a training DataLoader with no per-rank sharding in a DDP script) and DDL003 (a
+shuffling DistributedSampler whose set_epoch is never called in the epoch loop). Values are
+followed through assignments, `self.` attributes, `x if distributed else None` and helper
+returns; whenever a value cannot be seen, the rule stays silent."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ddpdoctor.lint.finding import Hit
+from ddpdoctor.lint.index import (
+    FUNC_TYPES,
+    UNKNOWN,
+    ModuleIndex,
+    dotted,
+    has_star_args,
+    is_const,
+    kwarg,
+    last_name,
+)
+
+LOCAL_SAMPLERS = frozenset(
+    {"RandomSampler", "SequentialSampler", "SubsetRandomSampler", "WeightedRandomSampler"}
+)
+SHARDING_WORDS = ("rank", "world_size", "shard", "num_replicas", "split_dataset_by_node", "node")
+STREAMING_WORDS = ("iterable", "webdataset", "wds", "stream")
+EVAL_PREFIXES = ("val", "test", "eval", "dev", "holdout", "infer", "predict")
+
+
+def _positional(call: ast.Call, i: int) -> ast.expr | None:
+    return call.args[i] if len(call.args) > i else None
+
+
+def _unsharded(index: ModuleIndex, expr: ast.expr | None) -> bool:
+    """True only when every value `sampler=` may hold is None or a single-process sampler."""
+    if expr is None:
+        return True
+    origins = index.origins(expr)
+    for o in origins:
+        if is_const(o, None):
+            continue
+        if isinstance(o, ast.Call) and index.callee_name(o) in LOCAL_SAMPLERS:
+            continue
+        return False
+    return True
+
+
+def _identifiers(index: ModuleIndex, expr: ast.AST, depth: int = 0) -> set[str]:
+    """Names read while building a value, following assignments a few steps back."""
+    names: set[str] = set()
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Name):
+            names.add(node.id.lower())
+            if depth < 3:
+                for v in index.values_of(node.id, node):
+                    if isinstance(v, ast.AST):
+                        names |= _identifiers(index, v, depth + 1)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr.lower())
+        elif isinstance(node, ast.keyword) and node.arg:
+            names.add(node.arg.lower())  # load_dataset(..., streaming=True)
+        elif isinstance(node, ast.Call):
+            names |= _class_bases(index, last_name(node.func))
+            if depth < 3:
+                for func in index.resolve_call(node):
+                    for value in index.returns_of(func):
+                        names |= _identifiers(index, value, depth + 1)
+    return names
+
+
+def _class_bases(index: ModuleIndex, name: str, depth: int = 0) -> set[str]:
+    """Base-class names of a class of this file, through local parents (`IterableDataset`)."""
+    cls = index.classes.get(name)
+    if cls is None or depth > 4:
+        return set()
+    bases = {last_name(b).lower() for b in cls.bases}
+    for b in cls.bases:
+        bases |= _class_bases(index, last_name(b), depth + 1)
+    return bases
+
+
+def _shards_itself(index: ModuleIndex, dataset: ast.expr | None) -> bool:
+    """An IterableDataset, a streaming dataset, or one built with the rank: already per-rank."""
+    if dataset is None:
+        return True
+    names = _identifiers(index, dataset)
+    return any(w in n for n in names for w in SHARDING_WORDS + STREAMING_WORDS)
+
+
+def _loader_name(index: ModuleIndex, call: ast.Call) -> str:
+    """The name a DataLoader is stored under (`train_loader`, `self.val_dl`) or the helper that
+    returns it (`get_train_loader`)."""
+    p = index.parent(call)
+    if isinstance(p, ast.Assign | ast.AnnAssign):
+        targets = p.targets if isinstance(p, ast.Assign) else [p.target]
+        return " ".join(dotted(t) or "" for t in targets).lower()
+    if isinstance(p, ast.Return):
+        scope = index.scope_of(call)
+        return getattr(scope, "name", "").lower()
+    return ""
+
+
+def _is_training_loader(index: ModuleIndex, call: ast.Call) -> bool:
+    """Named for training (`train_loader`, `self.dl_train`) or shuffling, and not named for
+    evaluation. Names are compared word by word: `constrained` is not `train`."""
+    words = [w for w in re.split(r"[^a-z0-9]+", _loader_name(index, call)) if w]
+    if any(w.startswith(EVAL_PREFIXES) and w != "device" for w in words):
+        return False
+    return any(w.startswith("train") for w in words) or is_const(kwarg(call, "shuffle"), True)
+
+
+def check_missing_sampler(index: ModuleIndex) -> list[Hit]:
+    """DDL002."""
+    if not index.is_ddp_script or index.uses_framework:
+        return []
+    hits: list[Hit] = []
+    for call in index.calls_named("DataLoader"):
+        if has_star_args(call):
+            continue  # DataLoader(ds, **loader_kwargs): the sampler may be in there
+        # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, ...)
+        sampler = kwarg(call, "sampler") or _positional(call, 3)
+        batch_sampler = kwarg(call, "batch_sampler") or _positional(call, 4)
+        if not (_unsharded(index, sampler) and _unsharded(index, batch_sampler)):
+            continue
+        dataset = kwarg(call, "dataset") or (call.args[0] if call.args else None)
+        if _shards_itself(index, dataset) or not _is_training_loader(index, call):
+            continue
+        hits.append(
+            Hit(
+                call,
+                "DDL002",
+                "DataLoader has no DistributedSampler: every rank trains on the same batches",
+            )
+        )
+    return hits
+
+
+def _shuffles(call: ast.Call) -> bool:
+    if has_star_args(call):
+        return False
+    shuffle = kwarg(call, "shuffle")
+    if shuffle is None:
+        return len(call.args) < 4  # DistributedSampler(ds, num_replicas, rank, shuffle)
+    return is_const(shuffle, True)
+
+
+def _loop_called(index: ModuleIndex) -> set[ast.AST]:
+    """Functions run from inside a loop, directly or through other functions."""
+    found: set[ast.AST] = set()
+    changed = True
+    while changed:
+        changed = False
+        for call in index.calls:
+            funcs = index.resolve_call(call)
+            if not funcs or all(f in found for f in funcs):
+                continue
+            if index.in_loop(call) or index.scope_of(call) in found:
+                found.update(funcs)
+                changed = True
+    return found
+
+
+def _counts_as_per_epoch(index: ModuleIndex, call: ast.Call, loop_called: set[ast.AST]) -> bool:
+    """set_epoch inside a loop, or in a function a loop runs, or in a loop-free function this
+    file never calls (its caller, elsewhere, may well loop)."""
+    if index.in_loop(call):
+        return True
+    scope = index.scope_of(call)
+    if not isinstance(scope, FUNC_TYPES):
+        return False
+    if scope in loop_called:
+        return True
+    has_loop = any(index.scope_of(loop) is scope for loop in index.loops)
+    return scope not in index.call_sites and not has_loop
+
+
+def _may_target(index: ModuleIndex, call: ast.Call, sampler: ast.Call) -> bool:
+    """Whether `X.set_epoch()` may act on `sampler`: yes through any `loader.sampler`, or a
+    value we cannot trace; no when X is provably another object."""
+    recv = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if recv is None:
+        return True
+    if isinstance(recv, ast.Attribute) and recv.attr in ("sampler", "batch_sampler"):
+        for loader in index.origins(recv.value):
+            if not (isinstance(loader, ast.Call) and index.callee_name(loader) == "DataLoader"):
+                return True  # a loader we cannot see into
+            origins = index.origins(kwarg(loader, recv.attr))
+            if UNKNOWN in origins or sampler in origins:
+                return True
+        return False
+    origins = index.origins(recv)
+    return UNKNOWN in origins or sampler in origins
+
+
+def _fed_to_loaders(index: ModuleIndex) -> set[ast.AST]:
+    """DistributedSamplers some DataLoader reads (`sampler=`, or inside a `batch_sampler=`)."""
+    fed: set[ast.AST] = set()
+    for loader in index.calls_named("DataLoader"):
+        for origin in index.origins(kwarg(loader, "sampler") or _positional(loader, 3)):
+            fed.add(origin)
+        for origin in index.origins(kwarg(loader, "batch_sampler") or _positional(loader, 4)):
+            if isinstance(origin, ast.Call):
+                inner = kwarg(origin, "sampler") or (origin.args[0] if origin.args else None)
+                fed |= index.origins(inner)
+    return fed
+
+
+def _trains_here(index: ModuleIndex) -> bool:
+    """The file runs backward, or has a loop over epochs."""
+    if index.calls_by_name.get("backward"):
+        return True
+    for loop in index.loops:
+        target = getattr(loop, "target", None)
+        if target is not None and any("epoch" in n.id.lower() for n in _names(target)):
+            return True
+    return False
+
+
+def _names(expr: ast.AST) -> list[ast.Name]:
+    return [n for n in ast.walk(expr) if isinstance(n, ast.Name)]
+
+
+def check_set_epoch(index: ModuleIndex) -> list[Hit]:
+    """DDL003. Only samplers a DataLoader reads: one built to test or inspect is no bug."""
+    samplers = [c for c in index.calls_named("DistributedSampler") if _shuffles(c)]
+    if samplers:
+        fed = _fed_to_loaders(index)
+        samplers = [s for s in samplers if s in fed]
+    if not samplers or not _trains_here(index):
+        return []  # a data module: the epoch loop (and its set_epoch) live elsewhere
+    loop_called = _loop_called(index)
+    per_epoch = [
+        c for c in index.calls_named("set_epoch") if _counts_as_per_epoch(index, c, loop_called)
+    ]
+    hits: list[Hit] = []
+    for sampler in samplers:
+        if any(_may_target(index, c, sampler) for c in per_epoch):
+            continue
+        hits.append(
+            Hit(
+                sampler,
+                "DDL003",
+                "DistributedSampler shuffles, but set_epoch(epoch) is never called in the epoch "
+                "loop: every epoch uses the same order",
+            )
+        )
+    return hits

@@ -1,0 +1,132 @@
+"""The pure API: lint_source / lint_paths return values; syntax errors become DDL000 findings;
+`# noqa` suppresses; folders are walked deterministically."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ddpdoctor.errors import UsageError
+from ddpdoctor.lint import RULES, RULES_BY_CODE, LintFinding, lint_paths, lint_source
+from ddpdoctor.lint.rules import parse_codes
+
+SAMPLER_SCRIPT = textwrap.dedent(
+    """\
+    import torch.distributed as dist
+    from torch.utils.data import DataLoader
+    from torch.utils.data.distributed import DistributedSampler
+
+    dist.init_process_group("nccl")
+    sampler = DistributedSampler(dataset){noqa}
+    loader = DataLoader(dataset, sampler=sampler)
+    for epoch in range(3):
+        for batch in loader:
+            model(batch).backward()
+    dist.destroy_process_group()
+    """
+)
+
+
+def codes(findings: list[LintFinding]) -> list[tuple[int, str]]:
+    return [(f.line, f.code) for f in findings]
+
+
+def test_lint_source_returns_values() -> None:
+    findings = lint_source(SAMPLER_SCRIPT.format(noqa=""), "train.py")
+    assert findings == [
+        LintFinding(
+            "train.py",
+            6,
+            11,
+            "DDL003",
+            "DistributedSampler shuffles, but set_epoch(epoch) is never called in the epoch "
+            "loop: every epoch uses the same order",
+        )
+    ]
+    assert findings[0].symbol == "set-epoch-missing"
+    assert findings[0].hint == RULES_BY_CODE["DDL003"].fix
+
+
+@pytest.mark.parametrize(
+    "comment",
+    ["  # noqa: DDL003", "  # noqa", "  # NOQA:DDL001,DDL003", "  # noqa: DDL003 (reviewed)"],
+)
+def test_noqa_suppresses(comment: str) -> None:
+    assert lint_source(SAMPLER_SCRIPT.format(noqa=comment)) == []
+
+
+def test_noqa_for_another_code_does_not_suppress() -> None:
+    assert codes(lint_source(SAMPLER_SCRIPT.format(noqa="  # noqa: DDL002"))) == [(6, "DDL003")]
+
+
+def test_syntax_error_is_a_finding_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "a_broken.py").write_text("def f(:\n    pass\n")
+    (tmp_path / "b_script.py").write_text(SAMPLER_SCRIPT.format(noqa=""))
+    found = lint_paths([str(tmp_path)])
+    assert [f.code for f in found] == ["DDL000", "DDL003"]
+    assert found[0].line == 1 and "cannot parse" in found[0].message
+
+
+def test_null_bytes_and_bad_encoding_are_findings(tmp_path: Path) -> None:
+    (tmp_path / "nul.py").write_bytes(b"x = 1\x00\n")
+    (tmp_path / "latin.py").write_bytes(b"# -*- coding: nope -*-\nx = 1\n")
+    assert [f.code for f in lint_paths([str(tmp_path)])] == ["DDL000", "DDL000"]
+
+
+def test_folders_skip_vendored_dirs_and_sort(tmp_path: Path) -> None:
+    for rel in ("b.py", "a/c.py", ".venv/x.py", "node_modules/y.py", "pkg/__pycache__/z.py"):
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("def f(:\n")
+    (tmp_path / "notes.txt").write_text("def f(:\n")
+    paths = [Path(f.path).relative_to(tmp_path).as_posix() for f in lint_paths([str(tmp_path)])]
+    assert paths == ["a/c.py", "b.py"]
+
+
+def test_missing_path_and_empty_folder_are_usage_errors(tmp_path: Path) -> None:
+    with pytest.raises(UsageError):
+        lint_paths([str(tmp_path / "nope.py")])
+    with pytest.raises(UsageError):
+        lint_paths([str(tmp_path)])
+
+
+def test_non_ddp_file_is_silent() -> None:
+    assert lint_source("import torch\nprint(torch.__version__)\n") == []
+
+
+def test_rule_table_is_complete_and_stable() -> None:
+    assert [r.code for r in RULES] == [f"DDL00{i}" for i in range(8)]
+    for r in RULES:
+        assert r.level in ("fail", "warn", "info")
+        assert r.symbol and r.title and r.why and r.fix
+        assert r.symbol == r.symbol.lower() and " " not in r.symbol
+    assert len({r.symbol for r in RULES}) == len(RULES)
+
+
+def test_parse_codes_accepts_prefixes_and_rejects_unknown() -> None:
+    assert parse_codes("DDL001, ddl003", "--select") == {"DDL001", "DDL003"}
+    assert parse_codes("DDL00", "--select") == {r.code for r in RULES}
+    with pytest.raises(UsageError):
+        parse_codes("E501", "--ignore")
+
+
+def test_readme_documents_every_rule_with_bad_and_good() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    start = readme.index("### ddpdoctor lint")
+    section = readme[start : readme.index("\n### ", start + 1)]
+    for rule in RULES:
+        assert rule.code in section and rule.symbol in section
+        if rule.code == "DDL000":
+            continue
+        block = section[section.index(f"**{rule.code} {rule.symbol}") :]
+        block = block[: block.index("\n**") if "\n**" in block else len(block)]
+        assert "# bad" in block and "# good" in block, rule.code
+
+
+def test_pathologically_deep_call_chains_do_not_crash() -> None:
+    lines = ["import torch", "import torch.distributed as dist", "dist.init_process_group('gloo')"]
+    lines += [f"def f{i}():\n    f{i + 1}()" for i in range(3000)]
+    lines += ["def f3000():\n    torch.save(1, 'a.pt')", "f0()", "loss.backward()"]
+    assert isinstance(lint_source("\n".join(lines)), list)
