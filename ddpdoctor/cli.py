@@ -229,21 +229,17 @@ def bench_allreduce(
 @app.command()
 def problems(
     json_path: JsonOpt = None,
+    ascii_only: AsciiOpt = False,
 ) -> None:
-    """List every problem code ddpdoctor can report, with why and the fix."""
-    from ddpdoctor import render
-    from ddpdoctor.problems import PROBLEMS
+    """List every code ddpdoctor can report (probes, lint rules, log signatures), with why and the fix."""
+    from ddpdoctor import catalog, render, schema
 
+    doc = catalog.document()
     if json_path:
-        from ddpdoctor import schema
-
-        schema.write(
-            {"problems": [p.__dict__ | {"level": p.level.word} for p in PROBLEMS.values()]},
-            json_path,
-        )
+        schema.write(doc, json_path)
         if json_path == "-":
             return
-    render.problems_table(list(PROBLEMS.values()))
+    render.catalog(doc, ascii_only=ascii_only)
 
 
 def main(argv: list[str] | None = None) -> None:

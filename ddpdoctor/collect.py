@@ -222,7 +222,7 @@ KNOWN_ERRORS = [
 ]
 
 
-def _error_findings(errors: dict[int, dict[str, Any]]) -> list[Finding]:
+def _error_findings(errors: dict[int, dict[str, Any]], cid: str = "") -> list[Finding]:
     """One finding per distinct error, naming every rank that hit it; known errors get their
     diagnosis instead of a generic 'check crashed'."""
     groups: dict[tuple[str, str], list[int]] = {}
@@ -237,8 +237,9 @@ def _error_findings(errors: dict[int, dict[str, Any]]) -> list[Finding]:
         if known:
             out.append(get(known[0]).finding(f"{who}: {known[1]} in {phase} ({text})", ranks))
         else:
+            generic = "pg-init-failed" if cid == "process_group" else "check-crashed"
             out.append(
-                get("check-crashed").finding(
+                get(generic).finding(
                     f"{who}: {text} (in {phase})",
                     ranks,
                     traceback=errors[ranks[0]].get("traceback", ""),
@@ -281,7 +282,7 @@ def _judge_check(cid: str, entries: dict[int, dict[str, Any]], world: World) -> 
             )
     timeouts = sorted(r for r, e in entries.items() if e.get("status") == TIMEOUT)
     errors = sorted(r for r, e in entries.items() if e.get("status") == ERROR)
-    findings += _error_findings({r: entries[r] for r in errors})
+    findings += _error_findings({r: entries[r] for r in errors}, cid)
     if timeouts:
         phases = sorted({str(entries[r].get("phase")) for r in timeouts})
         findings.append(

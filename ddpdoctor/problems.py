@@ -143,14 +143,6 @@ _TABLE = [
         "Check MASTER_ADDR is reachable from every node, the port is free, and the backend is available.",
     ),
     Problem(
-        "DDP202",
-        "rank-never-joined",
-        _F,
-        "A rank never reached the process group",
-        "Every collective waits for all WORLD_SIZE ranks; one absent rank hangs the job.",
-        "Look at that rank's log: it crashed, is stuck before init, or was started with other settings.",
-    ),
-    Problem(
         "DDP203",
         "barrier-slow",
         _W,
@@ -232,14 +224,6 @@ _TABLE = [
         "A collective did not complete before the deadline",
         "One rank is stuck, dead or unreachable; the others wait until the timeout.",
         "Look at the rank named as hung/crashed; rerun with NCCL_DEBUG=INFO for the transport.",
-    ),
-    Problem(
-        "DDP404",
-        "straggler",
-        _W,
-        "One rank is much slower than the others",
-        "A collective runs at the speed of the slowest rank.",
-        "Check that host for CPU/GPU contention, throttling or a slower link.",
     ),
     Problem(
         "DDP405",

@@ -14,17 +14,27 @@ from rich.text import Text
 
 from ddpdoctor.bench import human_bytes
 from ddpdoctor.model import Report
-from ddpdoctor.problems import Problem
 
 
-def problems_table(problems: list[Problem], console: Console | None = None) -> None:
-    console = console or Console()
-    table = Table(title="ddpdoctor problem codes", show_lines=False)
-    for col in ("code", "symbol", "level", "title", "fix"):
-        table.add_column(col, overflow="fold")
-    for p in problems:
-        table.add_row(p.code, p.symbol, p.level.word, p.title, p.fix)
-    console.print(table)
+def catalog(doc: dict[str, Any], ascii_only: bool = False, console: Console | None = None) -> None:
+    """`ddpdoctor problems`: the probes' codes, the lint rules and the log signatures."""
+    from rich import box
+
+    con = console or make_console(ascii_only)
+    sections = (
+        ("Run-time probes (ddpdoctor check / bench-allreduce)", "probes", "symbol"),
+        ("Lint rules (ddpdoctor lint)", "lint", "symbol"),
+        ("Log signatures (ddpdoctor explain)", "signatures", "root_cause"),
+    )
+    for title, key, second in sections:
+        table = Table(
+            title=title, title_justify="left", box=box.ASCII if ascii_only else box.SIMPLE_HEAD
+        )
+        for col in ("code", second.replace("_", " "), "title", "fix"):
+            table.add_column(col, overflow="fold")
+        for p in doc[key]:
+            table.add_row(p["code"], p[second], p["title"], p["fix"])
+        con.print(table)
 
 
 MARKS = {  # status → (unicode mark, ascii mark, style)

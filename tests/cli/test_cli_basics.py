@@ -95,5 +95,9 @@ def test_problems_lists_the_catalog() -> None:
     assert r.returncode == 0
     import json
 
-    codes = [p["code"] for p in json.loads(r.stdout)["problems"]]
+    doc = json.loads(r.stdout)
+    codes = [p["code"] for p in doc["probes"]]
+    assert {p["code"][:3] for p in doc["lint"]} == {"DDL"} and {
+        p["code"][:3] for p in doc["signatures"]
+    } == {"DDX"}
     assert codes[:3] == ["DDP101", "DDP102", "DDP103"] and len(codes) == len(set(codes))
