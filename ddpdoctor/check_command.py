@@ -199,15 +199,14 @@ def preflight(p: Plan) -> list[Any]:
 
 
 def launcher_problems(outcome: LaunchOutcome, any_rank_started: bool) -> list[Any]:
-    """Faults only the launcher's own output shows (it died before the workers reported)."""
-    if (
-        any_rank_started
-        or outcome.verdict not in ("finished", "launch-failed")
-        or outcome.returncode == 0
-    ):
+    """Faults only the launcher's own output shows: no rank ever started (torchrun died, or its
+    rendezvous never completed), so the ranks cannot tell."""
+    import re
+
+    if any_rank_started or outcome.verdict == "interrupted":
         return []
     tail = outcome.launcher_tail
-    lines = [ln for ln in tail.splitlines() if ln.strip()]
+    lines = [ln.strip() for ln in tail.splitlines() if ln.strip()]
     if "address already in use" in tail.lower() or "EADDRINUSE" in tail:
         return [
             get("port-in-use").finding(
@@ -216,14 +215,18 @@ def launcher_problems(outcome: LaunchOutcome, any_rank_started: bool) -> list[An
                 evidence=[ln for ln in lines if "in use" in ln.lower()][-3:],
             )
         ]
-    return [
-        get("launch-failed").finding(
-            f"torchrun exited with code {outcome.returncode} before any rank started: "
-            f"{lines[-1] if lines else outcome.reason}",
-            [],
-            evidence=lines[-15:],
-        )
+    telling = [
+        ln
+        for ln in lines
+        if re.search(r"error|failed|refused|timed out|not known|exception", ln, re.I)
     ]
+    last = telling[-1] if telling else (lines[-1] if lines else outcome.reason or "no output")
+    how = (
+        f"exited with code {outcome.returncode}"
+        if outcome.verdict in ("finished", "launch-failed")
+        else f"started no worker within {outcome.duration_s:.0f} s"
+    )
+    return [get("launch-failed").finding(f"torchrun {how}: {last[:300]}", [], evidence=lines[-15:])]
 
 
 def execute(p: Plan, on_tick: Any = None) -> Report:

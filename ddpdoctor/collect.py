@@ -54,6 +54,7 @@ def _entries(
     docs = rundir.read_rank_files(run_dir)
     by_check: dict[str, dict[int, dict[str, Any]]] = {}
     gathered = rundir.read_json(run_dir / rundir.GATHERED) or {}
+    gathered.pop("_liveness", None)
     for cid, per in gathered.items():
         for r, entry in (per or {}).items():
             by_check.setdefault(cid, {})[int(r)] = entry
@@ -88,6 +89,7 @@ def _rank_states(
     outcome: Any,
     remote: dict[int, dict[str, Any]] | None = None,
     last_check: str | None = None,
+    pulses: dict[int, dict[str, Any]] | None = None,
 ) -> list[RankState]:
     states = []
     hung = set(getattr(outcome, "hung_ranks", ()) or ())
@@ -97,12 +99,12 @@ def _rank_states(
     exitcodes: dict[int, int] = dict(getattr(outcome, "exitcodes", {}) or {})
     pids: dict[int, int] = dict(getattr(outcome, "pids", {}) or {})
     killed_at = getattr(outcome, "killed_at", None) or time.time()
-    remote = remote or {}
+    remote, pulses = remote or {}, pulses or {}
     known = set(range(world_size)) if world_size else set(docs) | set(beats) | set(remote)
     for rank in sorted(known):
         doc, beat = docs.get(rank, {}), beats.get(rank, {})
         if not doc and not beat and rank in remote:
-            states.append(_remote_state(rank, remote[rank], last_check))
+            states.append(_remote_state(rank, remote[rank], last_check, pulses.get(rank)))
             continue
         st = RankState(
             rank=rank,
@@ -157,15 +159,40 @@ def _rank_states(
     return states
 
 
-def _remote_state(rank: int, seen: dict[str, Any], last_check: str | None) -> RankState:
+def _remote_state(
+    rank: int, seen: dict[str, Any], last_check: str | None, pulse: dict[str, Any] | None
+) -> RankState:
+    """A rank known only through rank 0: its exchanges, and (after a failure) its pulse in the store."""
     st = RankState(
-        rank=rank, host=seen.get("host"), pid=seen.get("pid"), last_check=seen.get("last_check")
+        rank=rank,
+        host=seen.get("host"),
+        pid=seen.get("pid"),
+        device=seen.get("device"),
+        last_check=seen.get("last_check"),
     )
     if seen.get("last_check") == last_check:
         st.state, st.detail = OK, "reported every check through rank 0"
+        return st
+    where = f"(see the output on {st.host or 'its node'})"
+    if pulse is None:
+        st.state, st.detail = CRASHED, f"stopped reporting after {seen.get('last_check')} {where}"
+    elif pulse.get("alive") or pulse.get("phase") == "finished":
+        st.state = OK
+        now = (
+            "finished"
+            if pulse.get("phase") == "finished"
+            else f"alive, last in {pulse.get('phase')}"
+        )
+        st.detail = (
+            f"{now}; its results after {seen.get('last_check')} did not reach rank 0 {where}"
+        )
     else:
-        st.state = CRASHED
-        st.detail = f"stopped reporting after {seen.get('last_check')} (see the output on {st.host or 'its node'})"
+        st.state, st.phase = HUNG, pulse.get("phase")
+        last = pulse.get("phase") or "an unknown phase"
+        st.detail = (
+            f"stopped reporting after {seen.get('last_check')} and its pulse in the rendezvous store "
+            f"stopped: cut off or stuck, last in {last} {where}"
+        )
     return st
 
 
@@ -336,6 +363,12 @@ def assemble(
         outcome,
         _remote_view(by_check, order),
         order[-1] if order else None,
+        {
+            int(r): v
+            for r, v in (
+                (rundir.read_json(run_dir / rundir.GATHERED) or {}).get("_liveness") or {}
+            ).items()
+        },
     )
     if node_view:
         states = [s for s in states if s.rank in local]

@@ -60,6 +60,7 @@ class Recorder:
             "finished": False,
         }
         self._stop = threading.Event()
+        self.pulse: Any = None  # liveness.StorePulse on multi-node runs
         self._write_beat()
         threading.Thread(target=self._alive, name="ddpdoctor-alive", daemon=True).start()
 
@@ -79,6 +80,8 @@ class Recorder:
         with self.lock:
             self.beat.update(check=check, phase=phase, t_phase=time.time())
         self._write_beat()
+        if self.pulse is not None:
+            self.pulse.set_phase(f"{check} ({phase})")
 
     def record(self, check_id: str, entry: dict[str, Any]) -> None:
         with self.lock:
@@ -238,6 +241,8 @@ def run_checks(ctx: RankContext, rec: Recorder, spec: dict[str, Any]) -> None:
             can_gather = ctx.control is not None
             if entry["status"] != "ok":
                 broken = "the process group could not be initialised"
+            elif ctx.world_size > ctx.local_world_size:
+                rec.pulse = _start_pulse(ctx)
         if entry["status"] == "timeout":
             # A peer is stuck or unreachable: an exchange would only wait for it again. Peers
             # that finished give up on the exchange after its own deadline and skip likewise.
@@ -252,6 +257,31 @@ def run_checks(ctx: RankContext, rec: Recorder, spec: dict[str, Any]) -> None:
             can_gather, broken = _exchange(ctx, rec, cid, entry, broken)
         elif entry["status"] != "ok" and getattr(mod, "COLLECTIVE", False):
             broken = broken or f"{cid} failed on rank {ctx.rank}"
+    if broken or not can_gather:
+        _sample_liveness(ctx, rec)
+    if rec.pulse is not None:
+        rec.pulse.stop(finished=True)
+
+
+def _start_pulse(ctx: RankContext) -> Any:
+    """Several nodes: publish liveness through the rendezvous store (see ddpdoctor.liveness)."""
+    try:
+        from ddpdoctor.liveness import StorePulse
+
+        return StorePulse(f"ddpdoctor/{ctx.options.get('nonce') or 'run'}", ctx.rank, ctx.timeout)
+    except Exception:  # noqa: BLE001 - without it, remote ranks are judged from what they exchanged
+        return None
+
+
+def _sample_liveness(ctx: RankContext, rec: Recorder) -> None:
+    """Rank 0 after a failure on a multi-node run: who is still alive, and where each rank is."""
+    if ctx.rank != 0 or rec.pulse is None:
+        return
+    rec.phase("liveness", "sampling every rank's pulse in the store")
+    view = rec.pulse.sample(ctx.world_size)
+    gathered = rundir.read_json(rec.run_dir / rundir.GATHERED) or {}
+    gathered["_liveness"] = {str(r): v for r, v in view.items()}
+    rundir.write_json(rec.run_dir / rundir.GATHERED, gathered)
 
 
 def _exchange(
