@@ -98,6 +98,10 @@ def run(ctx: Any) -> dict[str, Any]:
     from ddpdoctor.redact import redact_env
 
     env = {k: v for k, v in os.environ.items() if k.startswith(PREFIXES) or k in LAUNCH_VARS}
+    guarded = dict(
+        ctx.options.get("env_overrides") or {}
+    )  # the user's values, not ddpdoctor's guard
+    env.update(guarded)
     data: dict[str, Any] = {
         "host": ctx.host,
         "pid": ctx.pid,
@@ -106,6 +110,7 @@ def run(ctx: Any) -> dict[str, Any]:
         "vars": redact_env(env),
         "versions": _versions(),
         "interfaces": _interfaces(),
+        "guarded": sorted(guarded),
     }
     try:
         from ddpdoctor import envinfo  # the node snapshot that `ddpdoctor env` prints
@@ -268,7 +273,18 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     ]
     if detail:
         findings.append(
-            get("debug-detail").finding("TORCH_DISTRIBUTED_DEBUG=DETAIL is set", detail)
+            get("debug-detail").finding(
+                "TORCH_DISTRIBUTED_DEBUG=DETAIL is set"
+                + (
+                    "; with torch 2.13 on CPU it segfaults DDP's constructor, so ddpdoctor ran its "
+                    "probes with INFO"
+                    if any(
+                        "TORCH_DISTRIBUTED_DEBUG" in per_rank[r].get("guarded", []) for r in detail
+                    )
+                    else ""
+                ),
+                detail,
+            )
         )
 
     for key in VERSION_KEYS:
@@ -289,7 +305,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
         strangers = sorted(r for rs in groups.values() if rs is not ours for r in rs)
         findings.append(
             get("run-cross-talk").finding(
-                f"{ranks_txt(strangers)} belong to another ddpdoctor run on the same master port",
+                f"{ranks_txt(strangers)} {'belongs' if len(strangers) == 1 else 'belong'} to another ddpdoctor run on the same master port",
                 strangers,
             )
         )

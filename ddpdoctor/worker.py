@@ -134,6 +134,26 @@ def _identity() -> dict[str, Any]:
     }
 
 
+def _guard_debug_detail(run_dir: str | None) -> dict[str, str]:
+    """TORCH_DISTRIBUTED_DEBUG=DETAIL makes DDP's construction segfault on CPU with torch 2.13
+    (it is read when torch is imported). On a CPU-only run the probes go without it; the env
+    check still reports the user's value (DDP110). Returns what was overridden."""
+    if os.environ.get("TORCH_DISTRIBUTED_DEBUG", "").upper() != "DETAIL":
+        return {}
+    spec = rundir.read_json(Path(run_dir) / rundir.SPEC) if run_dir else None
+    if isinstance(spec, dict):
+        cpu_only = spec.get("backend") == "gloo"
+    else:
+        from ddpdoctor.gpus import visible_gpus
+
+        cpu_only = visible_gpus()[0] == 0
+    if not cpu_only:
+        return {}
+    original = os.environ["TORCH_DISTRIBUTED_DEBUG"]
+    os.environ["TORCH_DISTRIBUTED_DEBUG"] = "INFO"
+    return {"TORCH_DISTRIBUTED_DEBUG": original}
+
+
 def _default_run_dir() -> Path:
     """Ranks of one job on one node must agree on the folder without talking: key it on what
     the launcher gave them all."""
@@ -329,6 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ascii", action="store_true")
     args = parser.parse_args(argv)
 
+    overrides = _guard_debug_detail(args.run_dir)
     ident = _identity()
     run_dir = Path(args.run_dir) if args.run_dir else _default_run_dir()
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -368,6 +389,7 @@ def main(argv: list[str] | None = None) -> int:
             **spec.get("options", {}),
             "nonce": spec.get("nonce", ""),
             "launched": ident["launched"],
+            "env_overrides": overrides,
         },
         faults=faults_from_env(),
         phase=lambda p: rec.phase(rec.beat.get("check"), p),

@@ -22,11 +22,17 @@ def healthy4(tmp_path_factory: pytest.TempPathFactory) -> Run:
 def broken2(tmp_path_factory: pytest.TempPathFactory) -> Run:
     """Rank 1 really misbehaves: adds a bias to its all_reduce result, builds its sampler with
     rank 0's rank, applies an inf gradient after sync; every rank runs 2 threads on 2 cores and
-    has NCCL_P2P_DISABLE=1 exported."""
+    has NCCL_P2P_DISABLE=1 and TORCH_DISTRIBUTED_DEBUG=DETAIL exported (DETAIL segfaults DDP on CPU
+    with torch 2.13: the probes must guard against it and still report it)."""
     faults = "allreduce-bias@1;sampler-rank@1;gradscaler-local-inf@1"
     return run_check(
         tmp_path_factory.mktemp("b2") / "run",
         "--nproc",
         "2",
-        env={"DDPDOCTOR_FAULT": faults, "OMP_NUM_THREADS": "2", "NCCL_P2P_DISABLE": "1"},
+        env={
+            "DDPDOCTOR_FAULT": faults,
+            "OMP_NUM_THREADS": "2",
+            "NCCL_P2P_DISABLE": "1",
+            "TORCH_DISTRIBUTED_DEBUG": "DETAIL",
+        },
     )

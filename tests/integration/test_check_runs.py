@@ -70,7 +70,8 @@ def test_real_faults_fail_the_right_checks(broken2: Run) -> None:
         "sampler": "fail",
         "gradscaler": "fail",
     }
-    assert broken2.codes("env") == ["DDP106"]
+    assert broken2.codes("env") == ["DDP106", "DDP110"]
+    assert "ran its probes with INFO" in broken2.check("env")["findings"][1]["message"]
     assert broken2.codes("rank_device") == ["DDP304"]
     assert broken2.codes("allreduce") == ["DDP401"]
     assert broken2.check("allreduce")["findings"][0]["rank"] == 1

@@ -224,3 +224,31 @@ def test_check_names_the_node_that_is_cut_off(tmp_path: Path) -> None:
     assert [r["state"] for r in first["ranks"] if r["host"] != "node-c"] == ["ok", "ok"]
     assert first["root_cause"]["rank"] == 2 and first["root_cause"]["host"] == "node-c"
     assert verdict_s < 2 * timeout + 15
+
+
+def test_a_rank_of_another_job_on_the_same_store_is_named(tmp_path: Path) -> None:
+    """Two different jobs pointed at one master port: job B's node joins job A's store and init
+    'succeeds'. Their nonces differ (different options), and the report names the stranger."""
+    require_uts()
+    port = free_port()
+    a, b = Node("node-a"), Node("node-b")
+    common = [
+        "check",
+        "--nnodes",
+        "2",
+        "--nproc",
+        "1",
+        "--master-addr",
+        "127.0.0.1",
+        "--master-port",
+        str(port),
+        "--only",
+        "env,process_group",
+    ]
+    a.start([*common, "--node-rank", "0", "--timeout", "20"], tmp_path)
+    b.start([*common, "--node-rank", "1", "--timeout", "25"], tmp_path)  # another job's options
+    full = job_view(wait_all([a, b]))
+    finding = full["checks"][0]["findings"][0]
+    assert finding["code"] == "DDP108" and finding["rank"] == 1
+    assert finding["message"].startswith("rank 1 belongs to another ddpdoctor run")
+    assert full["status"] == "fail"
