@@ -89,28 +89,50 @@ def reference(units: list[str], pairs: list[dict[str, Any]]) -> float:
     return statistics.median(best) if best else 0.0
 
 
-def _slow(
+def best_of(units: list[str], pairs: list[dict[str, Any]]) -> dict[str, float]:
+    return {
+        u: max((p["busbw_gbps"] for p in pairs if u in (p["a"], p["b"])), default=0.0)
+        for u in units
+    }
+
+
+def blame(
     units: list[str], pairs: list[dict[str, Any]], ratio: float
-) -> tuple[float, list[dict[str, Any]]]:
-    median = reference(units, pairs)
-    for p in pairs:
-        p["slow"] = p["busbw_gbps"] < ratio * median
-    return median, [p for p in pairs if p["slow"]]
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """Slow units, then slow links, explaining slowness away one culprit at a time.
 
-
-def blame(units: list[str], pairs: list[dict[str, Any]]) -> tuple[list[str], list[tuple[str, str]]]:
-    """Slow units (most of their pairs are slow) and slow links (slow pairs between units that
-    are otherwise fine)."""
-    slow_units = []
-    for u in units:
-        mine = [p for p in pairs if u in (p["a"], p["b"])]
-        if mine and sum(p["slow"] for p in mine) * 2 > len(mine):
-            slow_units.append(u)
+    A unit is slow when most of its remaining pairs are slow (against the median of every unit's
+    best pair); its pairs are then set aside, so its peers are not blamed for its link. A link
+    is slow when it is slow next to what both of its ends reach with other peers."""
+    slow_units: list[str] = []
+    left = list(pairs)
+    while True:
+        ref = reference([u for u in units if u not in slow_units], left)
+        scores = []
+        for u in units:
+            if u in slow_units:
+                continue
+            mine = [p for p in left if u in (p["a"], p["b"])]
+            slow = [p for p in mine if p["busbw_gbps"] < ratio * ref]
+            if mine and len(slow) * 2 > len(mine):
+                scores.append(
+                    (len(slow) / len(mine), -sum(p["busbw_gbps"] for p in mine) / len(mine), u)
+                )
+        if not scores:
+            break
+        culprit = max(scores)[2]
+        slow_units.append(culprit)
+        left = [p for p in left if culprit not in (p["a"], p["b"])]
+    best = best_of(units, left)
     links = [
         (p["a"], p["b"])
-        for p in pairs
-        if p["slow"] and p["a"] not in slow_units and p["b"] not in slow_units
+        for p in left
+        if p["busbw_gbps"] < ratio * min(best[p["a"]], best[p["b"]])
+        and any(q is not p for q in left if p["a"] in (q["a"], q["b"]))
+        and any(q is not p for q in left if p["b"] in (q["a"], q["b"]))
     ]
+    for p in pairs:
+        p["slow"] = p["a"] in slow_units or p["b"] in slow_units or (p["a"], p["b"]) in links
     return slow_units, links
 
 
@@ -139,8 +161,9 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
         return Judgement(
             summary="fewer than 2 units: no pair to measure", metrics={"pairs": [], "units": units}
         )
-    median, slow = _slow(units, pairs, ratio)
-    slow_units, links = blame(units, pairs)
+    median = reference(units, pairs)
+    slow_units, links = blame(units, pairs, ratio)
+    slow = [p for p in pairs if p["slow"]]
     findings: list[Finding] = []
     for u in slow_units:
         mine = [p for p in pairs if u in (p["a"], p["b"])]
@@ -148,8 +171,9 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
         ranks = sorted({r for p in mine for r in p["ranks"]})
         findings.append(
             get("slow-node").finding(
-                f"{u} is slow to its peers: {sum(p['slow'] for p in mine)} of {len(mine)} pairs below "
-                f"{ratio:g} x the median {median:.3f} GB/s (worst {worst['busbw_gbps']:.3f} GB/s with "
+                f"{u} is slow to its peers: {sum(p['busbw_gbps'] < ratio * median for p in mine)} of "
+                f"{len(mine)} pairs below {ratio:g} x the median {median:.3f} GB/s (worst "
+                f"{worst['busbw_gbps']:.3f} GB/s with "
                 f"{worst['b'] if worst['a'] == u else worst['a']})",
                 ranks,
                 unit=u,
@@ -159,8 +183,8 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
         p = next(p for p in pairs if (p["a"], p["b"]) == (a, b))
         findings.append(
             get("slow-link").finding(
-                f"the link {a} <-> {b} runs at {p['busbw_gbps']:.3f} GB/s, below {ratio:g} x the median "
-                f"{median:.3f} GB/s",
+                f"the link {a} <-> {b} runs at {p['busbw_gbps']:.3f} GB/s, below {ratio:g} x what both "
+                f"nodes reach with other peers",
                 p["ranks"],
                 link=[a, b],
             )

@@ -272,8 +272,9 @@ def _pairs(doc: dict[str, Any], out: _Out) -> None:
     cell = {(p["a"], p["b"]): p for p in pairs} | {(p["b"], p["a"]): p for p in pairs}
     width = max(10, *(len(u) for u in units)) + 1
     out(
-        f"[bold]pair busbw (GB/s), {human_bytes(pairs[0]['bytes'])} messages; slow (*) below "
-        f"{doc.get('slow_ratio', 0.7):g} x the median {doc.get('median_busbw_gbps') or 0:.3f}[/]",
+        f"[bold]pair busbw (GB/s), {human_bytes(pairs[0]['bytes'])} messages; * = a slow node's or link's pair "
+        f"(below {doc.get('slow_ratio', 0.7):g} x {doc.get('median_busbw_gbps') or 0:.3f}, the median of each "
+        f"node's best pair)[/]",
         soft_wrap=True,
     )
     out(" " * width + "".join(f"{u:>{width}}" for u in units), soft_wrap=True)
@@ -299,9 +300,7 @@ def bench(
 
     con = console or make_console(ascii_only)
     out = _Out(con, ascii_only)
-    hosts = len({s.rank for s in rep.ranks if s.host}) and len(
-        {s.host for s in rep.ranks if s.host}
-    )
+    hosts = max(rep.nnodes, len({s.host for s in rep.ranks if s.host}))
     out(
         f"[bold]ddpdoctor bench-allreduce[/] · {rep.backend} · {plural(rep.world_size, 'rank')} on "
         f"{plural(hosts or 1, 'host')} · {doc['dtype']} {doc['op']} · {doc['iters']} iters, {doc['warmup']} warm-up"
