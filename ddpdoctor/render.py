@@ -336,9 +336,10 @@ class progress:
         ascii_only: bool = False,
         world_size: int = 0,
         title: str = "ddpdoctor check",
+        console: Console | None = None,
     ) -> None:
         self.title = title
-        self.console = make_console(ascii_only, stderr=True)
+        self.console = console or make_console(ascii_only, stderr=True)
         self.enabled = enabled and self.console.is_terminal
         self.world_size = world_size
         self.live: Any = None
@@ -363,7 +364,7 @@ class progress:
                 "done" if b.get("finished") else f"{b.get('check') or 'starting'}: {b.get('phase')}"
             )
             lines.append(f"  rank {r:>3}  {escape(str(state))}")
-        self.live.update(Text.from_markup("\n".join(lines)))
+        self.live.update(Text.from_markup("\n".join(lines)), refresh=True)
 
     def __exit__(self, *exc: Any) -> None:
         if self.live:

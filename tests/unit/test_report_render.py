@@ -111,3 +111,24 @@ def test_json_round_trip_and_schema() -> None:
     assert collect.to_json(collect.from_json(doc)) == doc
     assert doc["checks"][2]["findings"][0]["rank"] == 1
     assert doc["counts"] == {"fail": 1, "warn": 1, "info": 0}
+
+
+def test_progress_shows_each_rank_on_a_terminal_only() -> None:
+    buf = io.StringIO()
+    con = Console(file=buf, width=80, force_terminal=True, color_system=None)
+    with render.progress(world_size=2, console=con) as tick:
+        tick(
+            {
+                0: {"check": "allreduce", "phase": "all_reduce 1 MiB (timing)"},
+                1: {"finished": True},
+            },
+            3.2,
+        )
+        con.file.flush()
+        shown = buf.getvalue()
+    assert "ddpdoctor check" in shown and "2/2 ranks reporting" in shown
+    assert "rank   0  allreduce: all_reduce 1 MiB (timing)" in shown and "rank   1  done" in shown
+    silent = io.StringIO()
+    with render.progress(world_size=2, console=Console(file=silent, force_terminal=False)) as tick:
+        tick({0: {"check": "env", "phase": "running"}}, 0.1)
+    assert silent.getvalue() == ""
