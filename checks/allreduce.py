@@ -8,7 +8,6 @@ from typing import Any
 from ddpdoctor import bench
 from ddpdoctor.model import Judgement, World
 from ddpdoctor.problems import get
-from ddpdoctor.ranks import ranks_txt
 
 ID = "allreduce"
 TITLE = "all_reduce"
@@ -34,17 +33,9 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     if not rows:
         return Judgement(summary="no measurement")
     findings = []
-    wrong_ranks = sorted({r for row in rows for r in row.wrong_ranks})
-    if wrong_ranks:
-        bad = [row for row in rows if row.wrong]
-        findings.append(
-            get("allreduce-wrong").finding(
-                f"{ranks_txt(wrong_ranks)} got wrong all_reduce results "
-                f"({sum(r.wrong for r in bad)} wrong elements at {', '.join(bench.human_bytes(r.bytes) for r in bad)})",
-                wrong_ranks,
-                wrong=sum(r.wrong for r in bad),
-            )
-        )
+    wrong = bench.wrong_values(rows)
+    if wrong:
+        findings.append(wrong)
     best = max(rows, key=lambda r: r.bytes)
     floor = FLOORS.get((world.backend, 1 if world.nnodes <= 1 else 2))
     if floor and world.world_size > 1 and best.busbw_gbps < floor:
@@ -59,7 +50,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
         )
     summary = (
         f"{world.backend}, {world.world_size} ranks, busbw {best.busbw_gbps:.2f} GB/s at "
-        f"{bench.human_bytes(best.bytes)}, {'all values exact' if not wrong_ranks else 'WRONG values'}"
+        f"{bench.human_bytes(best.bytes)}, {'all values exact' if not wrong else 'WRONG values'}"
     )
     return Judgement(
         summary=summary,

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ddpdoctor.model import Finding
 
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int32": 4}
 OPS = ("sum", "max", "min", "avg")
@@ -179,6 +182,26 @@ def summarize(per_rank: dict[int, list[dict[str, Any]]], world_size: int) -> lis
             )
         )
     return rows
+
+
+def wrong_values(rows: list[Row]) -> Finding | None:
+    """The correctness verdict shared by the allreduce check and the sweep: which ranks saw wrong
+    values, at how many sizes."""
+    from ddpdoctor.problems import get
+    from ddpdoctor.ranks import ranks_txt
+
+    ranks = sorted({r for row in rows for r in row.wrong_ranks})
+    if not ranks:
+        return None
+    bad = [row for row in rows if row.wrong]
+    sizes = ", ".join(human_bytes(r.bytes) for r in bad[:4]) + (", ..." if len(bad) > 4 else "")
+    total = sum(r.wrong for r in bad)
+    return get("allreduce-wrong").finding(
+        f"{ranks_txt(ranks)} got wrong all_reduce results at {len(bad)} of {len(rows)} sizes "
+        f"({total} wrong elements at {sizes})",
+        ranks,
+        wrong=total,
+    )
 
 
 def avg_busbw(rows: list[Row], min_bytes: int = 1 << 20) -> float | None:

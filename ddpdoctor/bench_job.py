@@ -9,7 +9,6 @@ from typing import Any
 from ddpdoctor import bench
 from ddpdoctor.model import Judgement, Level, World
 from ddpdoctor.problems import get
-from ddpdoctor.ranks import ranks_txt
 
 ID = "bench"
 TITLE = "all_reduce sweep"
@@ -42,16 +41,9 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     rows = bench.summarize(measured, world.world_size)
     avg = bench.avg_busbw(rows)
     findings = []
-    wrong = sorted({r for row in rows for r in row.wrong_ranks})
+    wrong = bench.wrong_values(rows)
     if wrong:
-        bad = [row for row in rows if row.wrong]
-        findings.append(
-            get("allreduce-wrong").finding(
-                f"{ranks_txt(wrong)} got wrong results at {len(bad)} of {len(rows)} sizes "
-                f"({sum(r.wrong for r in bad)} wrong elements)",
-                wrong,
-            )
-        )
+        findings.append(wrong)
     expect = o.get("expect_busbw")
     if expect is not None:
         if avg is None:

@@ -71,20 +71,6 @@ def finish(
     return Run(proc.returncode, out, err, report, run_dir, time.monotonic() - t0, signalled_at)
 
 
-def run_check(
-    run_dir: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 240
-) -> Run:
-    t0 = time.monotonic()
-    proc = subprocess.Popen(
-        command(run_dir, *args),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(env),
-    )
-    return finish(proc, run_dir, t0, timeout=timeout)
-
-
 def start_check(
     run_dir: Path, *args: str, env: dict[str, str] | None = None
 ) -> tuple[subprocess.Popen, float]:
@@ -97,6 +83,13 @@ def start_check(
         env=_env(env),
     )
     return proc, t0
+
+
+def run_check(
+    run_dir: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 240
+) -> Run:
+    proc, t0 = start_check(run_dir, *args, env=env)
+    return finish(proc, run_dir, t0, timeout=timeout)
 
 
 def wait_for_check(

@@ -68,7 +68,7 @@ def test_correctness_pass_names_the_biased_rank(tmp_path: Path) -> None:
     assert all(row["wrong"] == row["count"] and row["wrong_ranks"] == [1] for row in doc["rows"])
     finding = doc["findings"][0]
     assert finding["code"] == "DDP401" and finding["rank"] == 1
-    assert "rank 1 got wrong results at 6 of 6 sizes" in finding["message"]
+    assert "rank 1 got wrong all_reduce results at 6 of 6 sizes" in finding["message"]
 
 
 def test_expect_busbw_gate(tmp_path: Path) -> None:
