@@ -125,10 +125,12 @@ def measure(
 ) -> dict[str, Any]:
     """One size on this rank: its time per op and its wrong-element count."""
     count = count_for(nbytes, dtype)
-    ctx.phase(f"all_reduce {human_bytes(count * DTYPE_BYTES[dtype])} (correctness)")
-    wrong = check_values(ctx, count, dtype, op, bias=ctx.fault("allreduce-bias")) if check else 0
-    ctx.phase(f"all_reduce {human_bytes(count * DTYPE_BYTES[dtype])} (timing)")
+    size = human_bytes(count * DTYPE_BYTES[dtype])
+    ctx.phase(f"all_reduce {size} (timing)")
     seconds = time_block(ctx, count, dtype, op, iters, warmup)
+    # correctness after timing: its temporaries must not disturb the timed loop's caches
+    ctx.phase(f"all_reduce {size} (correctness)")
+    wrong = check_values(ctx, count, dtype, op, bias=ctx.fault("allreduce-bias")) if check else 0
     return {"bytes": count * DTYPE_BYTES[dtype], "count": count, "time_s": seconds, "wrong": wrong}
 
 
