@@ -22,7 +22,7 @@ INF_STEP = 2
 def _param_digest(model: Any) -> str:
     h = hashlib.sha1()
     for p in model.parameters():
-        h.update(p.detach().float().cpu().numpy().tobytes())
+        h.update(repr(p.detach().float().cpu().flatten().tolist()).encode())  # no numpy needed
     return h.hexdigest()[:12]
 
 

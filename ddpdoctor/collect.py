@@ -228,6 +228,7 @@ def assemble(
         checks.append(result)
 
     _place_rank_findings(checks, failed, by_check)
+    _place_exchange_errors(checks, docs)
     if launch_problems and checks:
         first = next((c for c in checks if c.id == "process_group"), checks[0])
         first.findings[:0] = launch_problems
@@ -322,6 +323,29 @@ def _place_rank_findings(
             target.status = "fail" if finding.level >= Level.FAIL else "warn"
             if target.summary.startswith("not reached") or target.summary == "not run":
                 target.summary = f"rank {rank} {st.state} here"
+
+
+def _place_exchange_errors(checks: list[CheckResult], docs: dict[int, dict[str, Any]]) -> None:
+    """A failed exchange skips every later collective check: never let that pass silently."""
+    index = {c.id: c for c in checks}
+    by_error: dict[tuple[str, str], list[int]] = {}
+    for r, doc in sorted(docs.items()):
+        err = doc.get("exchange_error")
+        if err:
+            by_error.setdefault((err.get("check", ""), err.get("error", "")), []).append(r)
+    for (cid, error), ranks in by_error.items():
+        target = index.get(cid) or next(iter(index.values()), None)
+        if target is None:
+            continue
+        target.findings.append(
+            get("check-crashed").finding(
+                f"{ranks_txt(ranks)} could not exchange results after {cid} ({error}); later collective checks "
+                "were skipped",
+                ranks,
+            )
+        )
+        if target.status in ("pass", "warn"):
+            target.status = ERROR
 
 
 def _hosts(states: list[RankState], env: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:

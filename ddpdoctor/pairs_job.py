@@ -10,7 +10,7 @@ import statistics
 from itertools import combinations
 from typing import Any
 
-from ddpdoctor import bench
+from ddpdoctor import bench, wire
 from ddpdoctor.model import Finding, Judgement, World
 from ddpdoctor.problems import get
 
@@ -36,8 +36,9 @@ def run(ctx: Any) -> dict[str, Any]:
     import torch.distributed as dist
 
     o = ctx.options["bench"]
-    everyone: list[Any] = [None] * ctx.world_size
-    dist.all_gather_object(everyone, {"rank": ctx.rank, "host": ctx.host}, group=ctx.control)
+    everyone = wire.all_gather_json(
+        {"rank": ctx.rank, "host": ctx.host}, ctx.world_size, ctx.control
+    )
     hosts = sorted({e["host"] for e in everyone})
     if len(hosts) > 1:  # pairs of nodes, each node represented by its lowest rank
         names = hosts

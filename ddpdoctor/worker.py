@@ -21,7 +21,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from ddpdoctor import registry, rundir
+from ddpdoctor import registry, rundir, wire
 from ddpdoctor.context import RankContext, faults_from_env, is_timeout_error
 
 ALIVE_EVERY_S = 0.5
@@ -309,12 +309,10 @@ def _exchange(
 ) -> tuple[bool, str | None]:
     """All ranks share this check's result over the control group. Returns (can still gather,
     reason to skip later collectives), identical on every rank."""
-    import torch.distributed as dist
 
     rec.phase(cid, "exchanging results")
-    everyone: list[Any] = [None] * ctx.world_size
     try:
-        dist.all_gather_object(everyone, {"rank": ctx.rank, **entry}, group=ctx.control)
+        everyone = wire.all_gather_json({"rank": ctx.rank, **entry}, ctx.world_size, ctx.control)
     except Exception as exc:  # noqa: BLE001
         rec.set(exchange_error={"check": cid, "error": _short_error(exc)})
         return False, broken or f"ranks could not exchange results after {cid}"
