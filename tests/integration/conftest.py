@@ -15,7 +15,10 @@ def healthy2(tmp_path_factory: pytest.TempPathFactory) -> Run:
 
 @pytest.fixture(scope="session")
 def healthy4(tmp_path_factory: pytest.TempPathFactory) -> Run:
-    return run_check(tmp_path_factory.mktemp("h4") / "run", "--nproc", "4")
+    """JSON only on stdout (--json -), and --fail-on warn."""
+    return run_check(
+        tmp_path_factory.mktemp("h4") / "run", "--nproc", "4", "--json", "-", "--fail-on", "warn"
+    )
 
 
 @pytest.fixture(scope="session")

@@ -39,6 +39,9 @@ class Run:
 
 
 def command(run_dir: Path, *args: str) -> list[str]:
+    """`ddpdoctor check` with its rank files in run_dir and its JSON beside it (unless the test
+    passes its own --json, e.g. '-' to read the document from stdout)."""
+    json_args = [] if "--json" in args else ["--json", str(run_dir.parent / f"{run_dir.name}.json")]
     return [
         sys.executable,
         "-m",
@@ -46,8 +49,7 @@ def command(run_dir: Path, *args: str) -> list[str]:
         "check",
         "--run-dir",
         str(run_dir),
-        "--json",
-        str(run_dir.parent / f"{run_dir.name}.json"),
+        *json_args,
         *args,
     ]
 
@@ -67,7 +69,13 @@ def finish(
 ) -> Run:
     out, err = proc.communicate(timeout=timeout)
     path = run_dir.parent / f"{run_dir.name}.json"
-    report = json.loads(path.read_text()) if path.exists() else None
+    report = (
+        json.loads(path.read_text())
+        if path.exists()
+        else json.loads(out)
+        if out.startswith("{")
+        else None
+    )
     return Run(proc.returncode, out, err, report, run_dir, time.monotonic() - t0, signalled_at)
 
 

@@ -3,6 +3,7 @@ matches its schema, and real wrong behaviour on one rank fails the right checks.
 
 from __future__ import annotations
 
+import json
 import os
 
 import jsonschema
@@ -18,13 +19,15 @@ CHECKS = ["env", "process_group", "rank_device", "allreduce", "sampler", "gradsc
 @pytest.mark.parametrize("fixture,n", [("healthy2", 2), ("healthy4", 4)])
 def test_healthy_run_passes(request: pytest.FixtureRequest, fixture: str, n: int) -> None:
     run: Run = request.getfixturevalue(fixture)
-    assert run.returncode == 0, run.stdout + run.stderr
     rep = run.report
     expected = dict.fromkeys(CHECKS, "pass")
     if n > len(os.sched_getaffinity(0)):  # more CPU ranks than cores: a real warning on small hosts
         expected["rank_device"] = "warn"
         assert run.codes("rank_device") == ["DDP304"]
         assert "fewer cores than ranks" in run.check("rank_device")["findings"][0]["message"]
+    # healthy4 runs with --fail-on warn: a warning then exits 1, a clean run 0
+    warned = fixture == "healthy4" and "warn" in expected.values()
+    assert run.returncode == (1 if warned else 0), run.stdout + run.stderr
     assert {c["id"]: c["status"] for c in rep["checks"]} == expected
     assert rep["status"] == ("pass" if set(expected.values()) == {"pass"} else "warn")
     assert rep["world_size"] == n and rep["backend"] == "gloo" and rep["nnodes"] == 1
@@ -33,6 +36,11 @@ def test_healthy_run_passes(request: pytest.FixtureRequest, fixture: str, n: int
     for c in rep["checks"]:
         assert sorted(c["ranks"]) == [str(r) for r in range(n)], c["id"]
     jsonschema.validate(rep, schema.schema_for("report"))
+
+
+def test_json_dash_prints_only_json(healthy4: Run) -> None:
+    assert json.loads(healthy4.stdout)["schema"] == "ddpdoctor.report/1"  # nothing else on stdout
+    assert "ddpdoctor check ·" not in healthy4.stdout + healthy4.stderr
 
 
 def test_healthy_report_text(healthy2: Run) -> None:
