@@ -38,7 +38,8 @@ def visible_gpus() -> tuple[int, str]:
     physical = nvml_count()
     if physical is None:
         nodes = [p for p in glob.glob("/dev/nvidia[0-9]*") if p[len("/dev/nvidia") :].isdigit()]
-        physical, source = len(nodes), "device nodes (no NVML)"
+        physical = len(nodes)
+        source = "/dev/nvidia* nodes, NVML unavailable" if nodes else "NVML unavailable, no /dev/nvidia*"
     else:
         source = "NVML"
     env = _visible_from_env()
