@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import csv
 import math
-import shutil
 from dataclasses import dataclass, field
 from typing import Any
 
 from ddpdoctor import bench, bench_job, schema
-from ddpdoctor.check_command import CheckArgs, execute, plan
-from ddpdoctor.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, UsageError
+from ddpdoctor.check_command import CheckArgs, exit_code, kept_run_dir, launched, plan
+from ddpdoctor.errors import UsageError
 from ddpdoctor.model import Report
 
 GLOO_OPS = ("sum", "max", "min")
@@ -158,15 +157,8 @@ def run(args: BenchArgs) -> int:
         job, steps = ["bench"], len(sizes) + 2
     p = plan(args.launch, job_checks=job, options={"bench": opts}, steps=steps)
     json_only = args.launch.json_path == "-"
-    report = None
-    try:
-        with render.progress(
-            enabled=not json_only,
-            ascii_only=args.launch.ascii_only,
-            world_size=p.job["world_size"],
-            title="ddpdoctor bench-allreduce",
-        ) as tick:
-            report = execute(p, on_tick=tick)
+    title = "ddpdoctor bench-allreduce"
+    with launched(p, title, not json_only, args.launch.ascii_only) as report:
         doc = document(report, opts)
         if args.launch.json_path:
             schema.write(doc, args.launch.json_path)
@@ -174,11 +166,10 @@ def run(args: BenchArgs) -> int:
             write_csv(doc, args.csv_path)
         if not json_only:
             render.bench(
-                report, doc, verbose=args.launch.verbose, ascii_only=args.launch.ascii_only
+                report,
+                doc,
+                verbose=args.launch.verbose,
+                ascii_only=args.launch.ascii_only,
+                run_dir=kept_run_dir(p, report),
             )
-        if report.launch.get("verdict") == "interrupted":
-            return EXIT_INTERRUPTED
-        return EXIT_OK if report.status == "pass" else EXIT_PROBLEMS
-    finally:
-        if not p.keep_run_dir and report is not None and report.status == "pass":
-            shutil.rmtree(p.spec.run_dir, ignore_errors=True)
+        return exit_code(report, "fail")

@@ -8,6 +8,8 @@ import math
 import secrets
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -207,14 +209,14 @@ def launcher_problems(outcome: LaunchOutcome, any_rank_started: bool) -> list[An
         return []
     tail = outcome.launcher_tail
     lines = [ln.strip() for ln in tail.splitlines() if ln.strip()]
-    if "address already in use" in tail.lower() or "EADDRINUSE" in tail:
-        return [
-            get("port-in-use").finding(
-                "the launcher could not listen on the master port (address already in use)",
-                [],
-                evidence=[ln for ln in lines if "in use" in ln.lower()][-3:],
-            )
-        ]
+    for (
+        pattern,
+        symbol,
+        meaning,
+    ) in collect.KNOWN_ERRORS:  # the same words a rank's error would have
+        hits = [ln for ln in lines if pattern.search(ln)]
+        if hits and symbol != "peer-lost":
+            return [get(symbol).finding(f"torchrun: {meaning}", [], evidence=hits[-3:])]
     telling = [
         ln
         for ln in lines
@@ -254,28 +256,44 @@ def exit_code(report: Report, fail_on: str) -> int:
     return EXIT_PROBLEMS if report.status in bad else EXIT_OK
 
 
+@contextmanager
+def launched(p: Plan, title: str, show_progress: bool, ascii_only: bool) -> Iterator[Report]:
+    """Run the plan with the live progress display, yield the report; afterwards remove the
+    temporary run folder if everything passed (a failed run keeps it for the ticket)."""
+    from ddpdoctor import render
+
+    report: Report | None = None
+    try:
+        with render.progress(
+            enabled=show_progress,
+            ascii_only=ascii_only,
+            world_size=p.job["world_size"],
+            title=title,
+        ) as tick:
+            report = execute(p, on_tick=tick)
+        yield report
+    finally:
+        if not p.keep_run_dir and report is not None and report.status == "pass":
+            shutil.rmtree(p.spec.run_dir, ignore_errors=True)
+
+
+def kept_run_dir(p: Plan, report: Report) -> str | None:
+    """The run folder to point the user at: given by them, or kept because something failed."""
+    return str(p.spec.run_dir) if p.keep_run_dir or report.status != "pass" else None
+
+
 def run(args: CheckArgs) -> int:
     from ddpdoctor import render
 
     p = plan(args)
-    try:
-        with render.progress(
-            enabled=args.json_path != "-",
-            ascii_only=args.ascii_only,
-            world_size=p.job["world_size"],
-        ) as tick:
-            report = execute(p, on_tick=tick)
+    with launched(p, "ddpdoctor check", args.json_path != "-", args.ascii_only) as report:
         if args.json_path:
             schema.write(collect.to_json(report), args.json_path)
         if args.json_path != "-":
-            keep = p.keep_run_dir or report.status != "pass"
             render.report(
                 report,
                 verbose=args.verbose,
                 ascii_only=args.ascii_only,
-                run_dir=str(p.spec.run_dir) if keep else None,
+                run_dir=kept_run_dir(p, report),
             )
         return exit_code(report, args.fail_on)
-    finally:
-        if not p.keep_run_dir and "report" in locals() and report.status == "pass":
-            shutil.rmtree(p.spec.run_dir, ignore_errors=True)

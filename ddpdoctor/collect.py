@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,21 +53,31 @@ KNOWN_ERRORS = [
 ]
 
 
-def _entries(
-    run_dir: Path,
-) -> tuple[dict[int, dict[str, Any]], dict[str, dict[int, dict[str, Any]]]]:
-    """(rank docs, {check: {rank: entry}}) merged from local rank files and rank 0's gathered file."""
+@dataclass
+class RunFiles:
+    """What a run left on this node, read once: the rank files, and rank 0's gathered file
+    (present only on the node that ran rank 0) with its liveness sample."""
+
+    docs: dict[int, dict[str, Any]]
+    by_check: dict[str, dict[int, dict[str, Any]]]  # {check: {rank: entry}}, gathered + local
+    liveness: dict[int, dict[str, Any]]
+    has_gathered: bool
+
+
+def _read(run_dir: Path) -> RunFiles:
     docs = rundir.read_rank_files(run_dir)
+    gathered = rundir.read_json(run_dir / rundir.GATHERED)
+    has_gathered = isinstance(gathered, dict)
+    gathered = gathered if has_gathered else {}
+    liveness = {int(r): v for r, v in (gathered.pop("_liveness", None) or {}).items()}
     by_check: dict[str, dict[int, dict[str, Any]]] = {}
-    gathered = rundir.read_json(run_dir / rundir.GATHERED) or {}
-    gathered.pop("_liveness", None)
     for cid, per in gathered.items():
         for r, entry in (per or {}).items():
             by_check.setdefault(cid, {})[int(r)] = entry
     for r, doc in docs.items():
         for cid, entry in (doc.get("checks") or {}).items():
             by_check.setdefault(cid, {}).setdefault(r, entry)
-    return docs, by_check
+    return RunFiles(docs, by_check, liveness, has_gathered)
 
 
 def _error_findings(errors: dict[int, dict[str, Any]], cid: str = "") -> list[Finding]:
@@ -168,14 +179,19 @@ def assemble(
 ) -> Report:
     """Build the report from whatever the run left behind. `launch_problems` are faults found
     before or by the launcher itself (a busy port, torchrun dying): they go in the first row."""
-    docs, by_check = _entries(run_dir)
+    files = _read(run_dir)
+    docs, by_check = files.docs, files.by_check
     beats = rundir.read_beats(run_dir)
     world_size = int(spec.get("world_size") or 0)
     order = list(spec["checks"])
     local = set(docs) | set(beats)
-    gathered = (run_dir / rundir.GATHERED).exists()
     # On a node without rank 0 (multi-node), we only know our own ranks: say so, judge those.
-    node_view = int(spec.get("nnodes") or 1) > 1 and 0 not in local and not gathered and bool(local)
+    node_view = (
+        int(spec.get("nnodes") or 1) > 1
+        and 0 not in local
+        and not files.has_gathered
+        and bool(local)
+    )
     states = rank_states.assess(
         world_size,
         docs,
@@ -183,12 +199,7 @@ def assemble(
         outcome,
         rank_states.remote_view(by_check, order),
         order[-1] if order else None,
-        {
-            int(r): v
-            for r, v in (
-                (rundir.read_json(run_dir / rundir.GATHERED) or {}).get("_liveness") or {}
-            ).items()
-        },
+        files.liveness,
     )
     if node_view:
         states = [s for s in states if s.rank in local]

@@ -293,6 +293,7 @@ def bench(
     verbose: bool = False,
     ascii_only: bool = False,
     console: Console | None = None,
+    run_dir: str | None = None,
 ) -> None:
     """nccl-tests' table (plus the slowest/fastest rank), a busbw bar chart, the average line,
     then any finding (wrong values, the gate, a crashed or hung rank)."""
@@ -324,6 +325,8 @@ def bench(
         rep.status, "[red bold]FAILED[/]"
     )
     out(f"{word} ({rep.duration_s:.1f} s)")
+    if run_dir:
+        out(f"[dim]Rank files and logs: {run_dir}[/]")
 
 
 class progress:
