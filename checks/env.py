@@ -11,7 +11,7 @@ from typing import Any
 from ddpdoctor import __version__
 from ddpdoctor.model import Finding, Judgement, World
 from ddpdoctor.problems import get
-from ddpdoctor.ranks import fmt_ranks, group_by_value, plural, ranks_txt, spread
+from ddpdoctor.ranks import by_host, fmt_ranks, group_by_value, plural, ranks_txt, spread
 
 ID = "env"
 TITLE = "Environment"
@@ -146,12 +146,12 @@ def _per_host_differences(
     """Node-level settings that must match across nodes: the MTU of the interface traffic uses
     (jumbo frames on some nodes only), and CUDA_VISIBLE_DEVICES as a node exports it."""
     findings = []
-    first_rank_of: dict[str, int] = {}
-    for r in sorted(per_rank):
-        first_rank_of.setdefault(hosts.get(r, "?"), r)
-    if len(first_rank_of) < 2:
+    groups = by_host(per_rank)
+    if len(groups) < 2:
         return findings
-    reps = {r: per_rank[r] for r in first_rank_of.values()}
+    reps = {
+        ranks[0]: per_rank[ranks[0]] for ranks in groups.values()
+    }  # one rank speaks for its node
     mtu = {
         r: (d.get("net") or {}).get("mtu")
         for r, d in reps.items()
@@ -160,14 +160,14 @@ def _per_host_differences(
     if len(group_by_value(mtu)) > 1:
         findings.append(
             get("mtu-mismatch").finding(
-                f"MTU of the traffic interface differs: {_by_host(mtu, hosts)}", sorted(mtu)
+                f"MTU of the traffic interface differs: {_values_by_host(mtu, hosts)}", sorted(mtu)
             )
         )
     cvd = {r: d["vars"].get("CUDA_VISIBLE_DEVICES", "<unset>") for r, d in reps.items()}
     if len(group_by_value(cvd)) > 1:
         findings.append(
             get("env-inconsistent").finding(
-                f"CUDA_VISIBLE_DEVICES differs across nodes: {_by_host(cvd, hosts)}",
+                f"CUDA_VISIBLE_DEVICES differs across nodes: {_values_by_host(cvd, hosts)}",
                 sorted(cvd),
                 variable="CUDA_VISIBLE_DEVICES",
             )
@@ -175,7 +175,7 @@ def _per_host_differences(
     return findings
 
 
-def _by_host(values: dict[int, Any], hosts: dict[int, str]) -> str:
+def _values_by_host(values: dict[int, Any], hosts: dict[int, str]) -> str:
     """'9000 on node-a,node-b; 1500 on node-c' (one value per host)."""
     return "; ".join(
         f"{v} on {','.join(sorted({hosts.get(r, '?') for r in rs}))}"

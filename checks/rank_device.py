@@ -11,7 +11,7 @@ from typing import Any
 
 from ddpdoctor.model import Finding, Judgement, World
 from ddpdoctor.problems import get
-from ddpdoctor.ranks import fmt_ranks, plural
+from ddpdoctor.ranks import by_host, fmt_ranks, plural
 
 ID = "rank_device"
 TITLE = "Rank ↔ device"
@@ -95,10 +95,7 @@ def run(ctx: Any) -> dict[str, Any]:
 
 def _cpu_findings(per_rank: dict[int, dict[str, Any]]) -> list[Finding]:
     findings = []
-    by_host: dict[str, list[int]] = defaultdict(list)
-    for r, d in per_rank.items():
-        by_host[d.get("host", "?")].append(r)
-    for host, ranks in sorted(by_host.items()):
+    for host, ranks in by_host(per_rank).items():
         cores = set().union(*(set(per_rank[r]["affinity"]) for r in ranks))
         threads = sum(per_rank[r]["threads"] for r in ranks)
         if threads > len(cores):
@@ -174,10 +171,7 @@ def _gpu_findings(per_rank: dict[int, dict[str, Any]]) -> list[Finding]:
                     host=d.get("host"),
                 )
             )
-    by_host: dict[str, list[int]] = defaultdict(list)
-    for r, d in per_rank.items():
-        by_host[d.get("host", "?")].append(r)
-    for host, ranks in sorted(by_host.items()):
+    for host, ranks in by_host(per_rank).items():
         # Per-rank CUDA_VISIBLE_DEVICES (Slurm-style binding) legitimately shows one GPU each.
         shared_view = len({per_rank[r].get("cuda_visible_devices") for r in ranks}) == 1
         count = per_rank[ranks[0]].get("device_count") or 0

@@ -25,6 +25,7 @@ from ddpdoctor.options import (
     RdzvBackendOpt,
     RdzvEndpointOpt,
     RdzvIdOpt,
+    RunDirOpt,
     TimeoutOpt,
     VerboseOpt,
 )
@@ -85,12 +86,7 @@ def check(
     rdzv_endpoint: RdzvEndpointOpt = None,
     rdzv_id: RdzvIdOpt = None,
     rdzv_backend: RdzvBackendOpt = None,
-    run_dir: Annotated[
-        str | None,
-        typer.Option(
-            "--run-dir", help="Keep rank files and logs here (default: a temporary folder)."
-        ),
-    ] = None,
+    run_dir: RunDirOpt = None,
     debug: DebugOpt = False,
 ) -> None:
     """Probe every rank through torchrun and report in one place."""
@@ -182,9 +178,7 @@ def bench_allreduce(
     rdzv_endpoint: RdzvEndpointOpt = None,
     rdzv_id: RdzvIdOpt = None,
     rdzv_backend: RdzvBackendOpt = None,
-    run_dir: Annotated[
-        str | None, typer.Option("--run-dir", help="Keep rank files and logs here.")
-    ] = None,
+    run_dir: RunDirOpt = None,
     debug: DebugOpt = False,
 ) -> None:
     """Measure all_reduce bandwidth over message sizes, as nccl-tests' all_reduce_perf does."""

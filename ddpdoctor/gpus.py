@@ -39,7 +39,9 @@ def visible_gpus() -> tuple[int, str]:
     if physical is None:
         nodes = [p for p in glob.glob("/dev/nvidia[0-9]*") if p[len("/dev/nvidia") :].isdigit()]
         physical = len(nodes)
-        source = "/dev/nvidia* nodes, NVML unavailable" if nodes else "NVML unavailable, no /dev/nvidia*"
+        source = (
+            "/dev/nvidia* nodes, NVML unavailable" if nodes else "NVML unavailable, no /dev/nvidia*"
+        )
     else:
         source = "NVML"
     env = _visible_from_env()

@@ -167,10 +167,6 @@ class Report:
     def findings(self) -> list[Finding]:
         return [f for c in self.checks for f in c.findings]
 
-    def worst_level(self) -> Level | None:
-        levels = [f.level for f in self.findings()]
-        return max(levels) if levels else None
-
 
 def status_from(findings: list[Finding]) -> str:
     """A check's status from its findings: the worst level decides."""

@@ -61,3 +61,7 @@ RdzvBackendOpt = Annotated[
     str | None,
     typer.Option("--rdzv-backend", help="static | c10d (default: c10d with --rdzv-endpoint)."),
 ]
+RunDirOpt = Annotated[
+    str | None,
+    typer.Option("--run-dir", help="Keep rank files and logs here (default: a temporary folder)."),
+]

@@ -49,3 +49,11 @@ def ranks_txt(ranks: Iterable[int]) -> str:
     """'rank 3' or 'ranks 0,2,3'."""
     rs = set(ranks)
     return f"{'rank' if len(rs) == 1 else 'ranks'} {fmt_ranks(rs)}"
+
+
+def by_host(per_rank: Mapping[int, Mapping[str, object]]) -> dict[str, list[int]]:
+    """{host: [ranks]} from per-rank data that carries a "host", hosts sorted, ranks in order."""
+    groups: dict[str, list[int]] = defaultdict(list)
+    for rank in sorted(per_rank):
+        groups[str(per_rank[rank].get("host", "?"))].append(rank)
+    return dict(sorted(groups.items()))

@@ -86,3 +86,20 @@ def test_nccl_setting_differs_across_ranks() -> None:
     j = env.judge(data, world())
     assert codes(j) == ["DDP109"]
     assert "NCCL_ALGO differs" in j.findings[0].message
+
+
+def test_node_settings_compared_across_nodes_not_ranks() -> None:
+    data = {
+        r: env_rank(r, 4, host=h) for r, h in enumerate(["node-a", "node-a", "node-b", "node-b"])
+    }
+    for r, d in data.items():
+        d["net"] = {"interface": "eth0", "mtu": 9000 if d["host"] == "node-a" else 1500}
+        d["vars"]["CUDA_VISIBLE_DEVICES"] = str(r % 2)  # per-rank binding inside a node: fine
+    j = env.judge(data, world(4, nnodes=2))
+    assert codes(j) == ["DDP111"]
+    assert (
+        j.findings[0].message
+        == "MTU of the traffic interface differs: 9000 on node-a; 1500 on node-b"
+    )
+    data[2]["vars"]["CUDA_VISIBLE_DEVICES"] = "0,1,2,3"  # node-b's first rank exports another list
+    assert codes(env.judge(data, world(4, nnodes=2))) == ["DDP111", "DDP109"]

@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 from rich.console import Console
 
-from ddpdoctor import collect, render, schema
+from ddpdoctor import collect, model, render, schema
 from ddpdoctor.model import CheckResult, RankState, Report
 from ddpdoctor.problems import get
 
@@ -103,6 +103,12 @@ def test_verbose_shows_ranks_and_command() -> None:
     text = rendered(False, verbose=True)
     assert "torchrun command: python -m torch.distributed.run --nproc-per-node 4" in text
     assert "hung" in text and "4241" in text
+
+
+def test_schema_enums_are_the_models_constants() -> None:
+    s = schema.schema_for("report")
+    assert tuple(s["$defs"]["rank_state"]["enum"]) == model.RANK_STATES
+    assert tuple(s["$defs"]["check"]["properties"]["status"]["enum"]) == model.CHECK_STATUSES
 
 
 def test_json_round_trip_and_schema() -> None:
