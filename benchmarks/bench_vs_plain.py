@@ -21,7 +21,7 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent))
-from ddpdoctor.bench import human_bytes, parse_size  # noqa: E402
+from ddpdoctor.bench.engine import human_bytes, parse_size  # noqa: E402
 
 
 def free_port() -> int:

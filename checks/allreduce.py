@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ddpdoctor import bench
-from ddpdoctor.model import Judgement, World
-from ddpdoctor.problems import get
+from ddpdoctor.bench import engine as bench
+from ddpdoctor.report.model import Judgement, World
+from ddpdoctor.report.problems import get
 
 ID = "allreduce"
 TITLE = "all_reduce"

@@ -9,9 +9,9 @@ import socket
 from typing import Any
 
 from ddpdoctor import __version__
-from ddpdoctor.model import Finding, Judgement, World
-from ddpdoctor.problems import get
-from ddpdoctor.ranks import by_host, fmt_ranks, group_by_value, plural, ranks_txt, spread
+from ddpdoctor.report.model import Finding, Judgement, World
+from ddpdoctor.report.problems import get
+from ddpdoctor.report.ranks import by_host, fmt_ranks, group_by_value, plural, ranks_txt, spread
 
 ID = "env"
 TITLE = "Environment"
@@ -95,7 +95,7 @@ def ifname_problems(var: str, value: str, existing: list[str]) -> list[str]:
 
 
 def run(ctx: Any) -> dict[str, Any]:
-    from ddpdoctor.redact import redact_env
+    from ddpdoctor.node.redact import redact_env
 
     env = {k: v for k, v in os.environ.items() if k.startswith(PREFIXES) or k in LAUNCH_VARS}
     guarded = dict(
@@ -113,7 +113,7 @@ def run(ctx: Any) -> dict[str, Any]:
         "guarded": sorted(guarded),
     }
     try:
-        from ddpdoctor import envinfo  # the node snapshot that `ddpdoctor env` prints
+        from ddpdoctor.node import envinfo  # the node snapshot that `ddpdoctor env` prints
 
         snap = envinfo.snapshot()
         data["snapshot"] = snap

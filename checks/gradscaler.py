@@ -8,9 +8,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ddpdoctor.model import Judgement, World
-from ddpdoctor.problems import get
-from ddpdoctor.ranks import ranks_txt
+from ddpdoctor.report.model import Judgement, World
+from ddpdoctor.report.problems import get
+from ddpdoctor.report.ranks import ranks_txt
 
 ID = "gradscaler"
 TITLE = "GradScaler + DDP"

@@ -9,9 +9,9 @@ import time
 from datetime import timedelta
 from typing import Any
 
-from ddpdoctor.model import Judgement, World
-from ddpdoctor.problems import get
-from ddpdoctor.ranks import plural, ranks_txt
+from ddpdoctor.report.model import Judgement, World
+from ddpdoctor.report.problems import get
+from ddpdoctor.report.ranks import plural, ranks_txt
 
 ID = "process_group"
 TITLE = "Process group"

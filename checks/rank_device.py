@@ -9,9 +9,9 @@ import os
 from collections import defaultdict
 from typing import Any
 
-from ddpdoctor.model import Finding, Judgement, World
-from ddpdoctor.problems import get
-from ddpdoctor.ranks import by_host, fmt_ranks, plural
+from ddpdoctor.report.model import Finding, Judgement, World
+from ddpdoctor.report.problems import get
+from ddpdoctor.report.ranks import by_host, fmt_ranks, plural
 
 ID = "rank_device"
 TITLE = "Rank ↔ device"

@@ -10,9 +10,9 @@ from collections import Counter
 from itertools import combinations
 from typing import Any
 
-from ddpdoctor.model import Judgement, World
-from ddpdoctor.problems import get
-from ddpdoctor.ranks import ranks_txt
+from ddpdoctor.report.model import Judgement, World
+from ddpdoctor.report.problems import get
+from ddpdoctor.report.ranks import ranks_txt
 
 ID = "sampler"
 TITLE = "DistributedSampler shards"

@@ -90,7 +90,7 @@ def check(
     debug: DebugOpt = False,
 ) -> None:
     """Probe every rank through torchrun and report in one place."""
-    from ddpdoctor import check_command
+    from ddpdoctor.job import plan as check_command
 
     code = check_command.run(
         check_command.CheckArgs(
@@ -182,8 +182,8 @@ def bench_allreduce(
     debug: DebugOpt = False,
 ) -> None:
     """Measure all_reduce bandwidth over message sizes, as nccl-tests' all_reduce_perf does."""
-    from ddpdoctor import bench_command
-    from ddpdoctor.check_command import CheckArgs
+    from ddpdoctor.bench import command as bench_command
+    from ddpdoctor.job.plan import CheckArgs
 
     launch = CheckArgs(
         nproc=nproc,
@@ -226,7 +226,7 @@ def problems(
     ascii_only: AsciiOpt = False,
 ) -> None:
     """List every code ddpdoctor can report (probes, lint rules, log signatures), with why and the fix."""
-    from ddpdoctor import catalog, render, schema
+    from ddpdoctor.report import catalog, render, schema
 
     doc = catalog.document()
     if json_path:

@@ -18,7 +18,7 @@ from ddpdoctor.errors import UsageError
 
 BUILTIN = ("env", "process_group", "rank_device", "allreduce", "sampler", "gradscaler")
 # Jobs shaped like checks that other commands run (not selectable with --only/--skip).
-JOBS = {"bench": "ddpdoctor.bench_job", "pairs": "ddpdoctor.pairs_job"}
+JOBS = {"bench": "ddpdoctor.bench.sweep", "pairs": "ddpdoctor.bench.pairs"}
 
 
 def _plugins() -> dict[str, str]:

@@ -43,7 +43,7 @@ def lint(
     from ddpdoctor.lint.engine import lint_files
     from ddpdoctor.lint.files import collect_files
     from ddpdoctor.lint.rules import parse_codes
-    from ddpdoctor.schema import check_writable, dumps
+    from ddpdoctor.report.schema import check_writable, dumps
 
     if output_format not in report.FORMATS:
         raise UsageError(

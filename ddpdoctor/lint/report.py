@@ -43,7 +43,7 @@ def text(findings: list[LintFinding], files: int) -> str:
 
 
 def json_doc(findings: list[LintFinding], files: int) -> dict[str, Any]:
-    from ddpdoctor.schema import tag
+    from ddpdoctor.report.schema import tag
 
     return {
         "schema": tag("lint"),

@@ -36,7 +36,7 @@ def explain(
     """Explain a crash log or pasted ticket: the root cause, the evidence, why, and the fix."""
     import sys
 
-    from ddpdoctor import schema
+    from ddpdoctor.report import schema
     from ddpdoctor.triage.matcher import explain_stream
     from ddpdoctor.triage.report import explain_doc
 
@@ -88,7 +88,8 @@ def env(
     debug: DebugOpt = False,
 ) -> None:
     """A paste-safe snapshot of this node: versions, GPUs, CPU, /dev/shm, network, variables."""
-    from ddpdoctor import envinfo, schema
+    from ddpdoctor.node import envinfo
+    from ddpdoctor.report import schema
     from ddpdoctor.triage.report import env_doc
 
     schema.check_writable(json_path)

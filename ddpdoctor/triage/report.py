@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ddpdoctor.redact import redact_text
-from ddpdoctor.schema import tag
+from ddpdoctor.node.redact import redact_text
+from ddpdoctor.report.schema import tag
 from ddpdoctor.triage.matcher import Diagnosis, Match
 from ddpdoctor.triage.signatures import CAUSE, NO_MATCH_ADVICE
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ddpdoctor.model import World
+from ddpdoctor.report.model import World
 
 
 def env_rank(rank: int, world: int = 2, host: str = "node-a") -> dict[str, Any]:

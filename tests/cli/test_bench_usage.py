@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from ddpdoctor import bench, bench_job
+from ddpdoctor.bench import engine as bench
+from ddpdoctor.bench import sweep as bench_job
 
 BAD = [
     (

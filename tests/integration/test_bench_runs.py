@@ -14,7 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from ddpdoctor import schema
+from ddpdoctor.report import schema
 
 pytestmark = pytest.mark.slow
 SWEEP = ["--min-bytes", "1K", "--max-bytes", "2M", "--factor", "4", "--iters", "3", "--warmup", "1"]

@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 from harness import Run
 
-from ddpdoctor import schema
+from ddpdoctor.report import schema
 
 pytestmark = pytest.mark.slow
 CHECKS = ["env", "process_group", "rank_device", "allreduce", "sampler", "gradscaler"]

@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 from harness import finish, leftovers, send, start_check, wait_for_check, wait_for_worker_process
 
-from ddpdoctor import schema
+from ddpdoctor.report import schema
 
 pytestmark = pytest.mark.slow
 T = 5  # --timeout for every fault run: the deadline of one collective

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 from cluster import Cluster, Node, job_view, require_netns, require_uts, wait_all
 
-from ddpdoctor import schema
+from ddpdoctor.report import schema
 
 pytestmark = pytest.mark.slow
 

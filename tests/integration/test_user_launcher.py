@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from ddpdoctor import schema
+from ddpdoctor.report import schema
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from ddpdoctor.schema import schema_for
+from ddpdoctor.report.schema import schema_for
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "lint"
 CLEAN = str(FIXTURES / "clean_tutorial_trainer.py")

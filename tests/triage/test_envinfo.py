@@ -15,8 +15,8 @@ from collections import namedtuple
 import jsonschema
 import pytest
 
-from ddpdoctor import envinfo
-from ddpdoctor.schema import schema_for
+from ddpdoctor.node import envinfo
+from ddpdoctor.report.schema import schema_for
 from ddpdoctor.triage.render import env_markdown
 from ddpdoctor.triage.report import env_doc
 
@@ -92,7 +92,7 @@ def test_snapshot_is_schema_valid_and_redacted(monkeypatch) -> None:
 
 def test_snapshot_does_not_import_torch_and_is_fast() -> None:
     code = (
-        "import sys, time; from ddpdoctor import envinfo; envinfo.snapshot();"
+        "import sys, time; from ddpdoctor.node import envinfo; envinfo.snapshot();"
         "t = time.perf_counter(); envinfo.snapshot(); dt = time.perf_counter() - t;"
         "print('torch' in sys.modules, dt)"
     )

@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 from triage_helpers import FIXTURES, run_cli
 
-from ddpdoctor.schema import schema_for
+from ddpdoctor.report.schema import schema_for
 from ddpdoctor.triage.matcher import explain_stream, explain_text
 
 

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from triage_helpers import run_cli
 
-from ddpdoctor.redact import REDACTED, is_secret_name, redact_env, redact_text
+from ddpdoctor.node.redact import REDACTED, is_secret_name, redact_env, redact_text
 
 PEM = (
     "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\n"

@@ -16,7 +16,7 @@ SCRIPT = textwrap.dedent("""
     import sys
     sys.modules["numpy"] = None  # import numpy now raises ImportError
     import torch, torch.distributed as dist
-    from ddpdoctor import wire
+    from ddpdoctor.rank import exchange as wire
     from ddpdoctor.checks.gradscaler import _param_digest
     dist.init_process_group("gloo", init_method="tcp://127.0.0.1:0", rank=0, world_size=1)
     got = wire.all_gather_json({"rank": 0, "data": {"ünïcode": [1, 2.5, None]}}, 1, dist.group.WORLD)

@@ -5,8 +5,7 @@ from __future__ import annotations
 from itertools import combinations
 
 import pytest
-
-from ddpdoctor.pairs_job import blame, reference, rounds
+from ddpdoctor.bench.pairs import blame, reference, rounds
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 8, 17])

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from ddpdoctor import rank_states
-from ddpdoctor.model import RankState
+from ddpdoctor.job import rank_states
+from ddpdoctor.report.model import RankState
 
 
 def test_signal_names_from_torchrun_and_shell_codes() -> None:

@@ -11,9 +11,10 @@ import jsonschema
 import pytest
 from rich.console import Console
 
-from ddpdoctor import collect, model, render, schema
-from ddpdoctor.model import CheckResult, RankState, Report
-from ddpdoctor.problems import get
+from ddpdoctor.job import collect
+from ddpdoctor.report import model, render, schema
+from ddpdoctor.report.model import CheckResult, RankState, Report
+from ddpdoctor.report.problems import get
 
 GOLDEN = Path(__file__).parent.parent / "fixtures" / "render"
 

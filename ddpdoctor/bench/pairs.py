@@ -10,9 +10,10 @@ import statistics
 from itertools import combinations
 from typing import Any
 
-from ddpdoctor import bench, wire
-from ddpdoctor.model import Finding, Judgement, World
-from ddpdoctor.problems import get
+from ddpdoctor.bench import engine as bench
+from ddpdoctor.rank import exchange as wire
+from ddpdoctor.report.model import Finding, Judgement, World
+from ddpdoctor.report.problems import get
 
 ID = "pairs"
 TITLE = "pair bandwidth"

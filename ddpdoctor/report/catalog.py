@@ -8,7 +8,7 @@ from typing import Any
 
 def document() -> dict[str, Any]:
     from ddpdoctor.lint.rules import RULES
-    from ddpdoctor.problems import PROBLEMS
+    from ddpdoctor.report.problems import PROBLEMS
     from ddpdoctor.triage.signatures import SIGNATURES
 
     return {

@@ -12,8 +12,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ddpdoctor.bench import human_bytes
-from ddpdoctor.model import Report
+from ddpdoctor.bench.engine import human_bytes
+from ddpdoctor.report.model import Report
 
 
 def catalog(doc: dict[str, Any], ascii_only: bool = False, console: Console | None = None) -> None:
@@ -108,7 +108,7 @@ def report(
     console: Console | None = None,
 ) -> None:
     """The flutter-doctor style report: a row per check, findings with their fix, a count."""
-    from ddpdoctor.ranks import plural, ranks_txt
+    from ddpdoctor.report.ranks import plural, ranks_txt
 
     con = console or make_console(ascii_only)
     out = _Out(con, ascii_only)
@@ -173,7 +173,7 @@ def report(
 def _hosts_table(rep: Report, con: Console, out: _Out) -> None:
     from rich import box
 
-    from ddpdoctor.ranks import fmt_ranks
+    from ddpdoctor.report.ranks import fmt_ranks
 
     table = Table(
         title="Hosts", title_justify="left", box=box.ASCII if out.ascii_only else box.HEAVY_HEAD
@@ -297,7 +297,7 @@ def bench(
 ) -> None:
     """nccl-tests' table (plus the slowest/fastest rank), a busbw bar chart, the average line,
     then any finding (wrong values, the gate, a crashed or hung rank)."""
-    from ddpdoctor.ranks import plural
+    from ddpdoctor.report.ranks import plural
 
     con = console or make_console(ascii_only)
     out = _Out(con, ascii_only)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ddpdoctor.model import Finding, Level
+from ddpdoctor.report.model import Finding, Level
 
 
 @dataclass(frozen=True)

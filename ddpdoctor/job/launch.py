@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ddpdoctor import rundir
+from ddpdoctor import runfiles as rundir
 
 POLL_S = 0.1
 FINISHED_GRACE_S = 0.5  # after every rank reported finished, how long torchrun may take to exit

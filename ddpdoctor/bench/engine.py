@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ddpdoctor.model import Finding
+    from ddpdoctor.report.model import Finding
 
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int32": 4}
 OPS = ("sum", "max", "min", "avg")
@@ -189,8 +189,8 @@ def summarize(per_rank: dict[int, list[dict[str, Any]]], world_size: int) -> lis
 def wrong_values(rows: list[Row]) -> Finding | None:
     """The correctness verdict shared by the allreduce check and the sweep: which ranks saw wrong
     values, at how many sizes."""
-    from ddpdoctor.problems import get
-    from ddpdoctor.ranks import ranks_txt
+    from ddpdoctor.report.problems import get
+    from ddpdoctor.report.ranks import ranks_txt
 
     ranks = sorted({r for row in rows for r in row.wrong_ranks})
     if not ranks:

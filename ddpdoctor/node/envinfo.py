@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from ddpdoctor.redact import redact_env, redact_text
+from ddpdoctor.node.redact import redact_env, redact_text
 
 SHM_WARN_BYTES = 1 << 30
 RELEVANT_PREFIXES = (

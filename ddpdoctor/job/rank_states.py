@@ -8,9 +8,9 @@ import signal
 import time
 from typing import Any
 
-from ddpdoctor.model import CRASHED, HUNG, MISSING, OK, Finding, Level, RankState
-from ddpdoctor.problems import get
-from ddpdoctor.ranks import ranks_txt
+from ddpdoctor.report.model import CRASHED, HUNG, MISSING, OK, Finding, Level, RankState
+from ddpdoctor.report.problems import get
+from ddpdoctor.report.ranks import ranks_txt
 
 
 def signal_name(exitcode: int | None) -> str | None:

@@ -9,10 +9,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ddpdoctor import bench, bench_job, schema
-from ddpdoctor.check_command import CheckArgs, exit_code, kept_run_dir, launched, plan
+from ddpdoctor.bench import engine as bench
+from ddpdoctor.bench import sweep as bench_job
 from ddpdoctor.errors import UsageError
-from ddpdoctor.model import Report
+from ddpdoctor.job.plan import CheckArgs, exit_code, kept_run_dir, launched, plan
+from ddpdoctor.report import schema
+from ddpdoctor.report.model import Report
 
 GLOO_OPS = ("sum", "max", "min")
 
@@ -145,7 +147,8 @@ def write_csv(doc: dict[str, Any], path: str) -> None:
 
 
 def run(args: BenchArgs) -> int:
-    from ddpdoctor import gpus, render
+    from ddpdoctor.node import gpus
+    from ddpdoctor.report import render
 
     count, source = gpus.visible_gpus()
     backend, _why = gpus.resolve_backend(args.launch.backend, count, source)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ddpdoctor import bench
-from ddpdoctor.model import Judgement, Level, World
-from ddpdoctor.problems import get
+from ddpdoctor.bench import engine as bench
+from ddpdoctor.report.model import Judgement, Level, World
+from ddpdoctor.report.problems import get
 
 ID = "bench"
 TITLE = "all_reduce sweep"

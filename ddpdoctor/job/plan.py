@@ -14,11 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ddpdoctor import collect, gpus, registry, rundir, schema
+from ddpdoctor import registry
+from ddpdoctor import runfiles as rundir
 from ddpdoctor.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, CannotRun, UsageError
-from ddpdoctor.launch import LaunchOutcome, LaunchSpec, free_port, port_busy
-from ddpdoctor.model import Report
-from ddpdoctor.problems import get
+from ddpdoctor.job import collect
+from ddpdoctor.job.launch import LaunchOutcome, LaunchSpec, free_port, port_busy
+from ddpdoctor.node import gpus
+from ddpdoctor.report import schema
+from ddpdoctor.report.model import Report
+from ddpdoctor.report.problems import get
 
 BACKENDS = ("auto", "nccl", "gloo")
 FAIL_ON = ("warn", "fail")
@@ -164,7 +168,7 @@ def _with_slurm(args: CheckArgs) -> CheckArgs:
     import os
     from dataclasses import replace
 
-    from ddpdoctor import slurm
+    from ddpdoctor.job import slurm
 
     explicit = (
         args.nnodes != 1 or args.master_addr or args.rdzv_endpoint or args.node_rank is not None
@@ -233,7 +237,7 @@ def launcher_problems(outcome: LaunchOutcome, any_rank_started: bool) -> list[An
 
 def execute(p: Plan, on_tick: Any = None) -> Report:
     """Launch (unless a pre-flight problem makes it pointless) and assemble the report."""
-    from ddpdoctor import launch
+    from ddpdoctor.job import launch
 
     p.job["command"] = launch.torchrun_command(p.spec)
     rundir.write_json(p.spec.run_dir / rundir.SPEC, p.job)
@@ -260,7 +264,7 @@ def exit_code(report: Report, fail_on: str) -> int:
 def launched(p: Plan, title: str, show_progress: bool, ascii_only: bool) -> Iterator[Report]:
     """Run the plan with the live progress display, yield the report; afterwards remove the
     temporary run folder if everything passed (a failed run keeps it for the ticket)."""
-    from ddpdoctor import render
+    from ddpdoctor.report import render
 
     report: Report | None = None
     try:
@@ -283,7 +287,7 @@ def kept_run_dir(p: Plan, report: Report) -> str | None:
 
 
 def run(args: CheckArgs) -> int:
-    from ddpdoctor import render
+    from ddpdoctor.report import render
 
     p = plan(args)
     with launched(p, "ddpdoctor check", args.json_path != "-", args.ascii_only) as report:

@@ -12,8 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ddpdoctor import rank_states, registry, rundir, schema
-from ddpdoctor.model import (
+from ddpdoctor import registry
+from ddpdoctor import runfiles as rundir
+from ddpdoctor.job import rank_states
+from ddpdoctor.report import schema
+from ddpdoctor.report.model import (
     ERROR,
     MISSING,
     OK,
@@ -28,8 +31,8 @@ from ddpdoctor.model import (
     overall_status,
     status_from,
 )
-from ddpdoctor.problems import get
-from ddpdoctor.ranks import ranks_txt
+from ddpdoctor.report.problems import get
+from ddpdoctor.report.ranks import ranks_txt
 
 _PEER_LOST = re.compile(r"connection (reset|closed|refused)|broken pipe|peer|socket closed", re.I)
 
