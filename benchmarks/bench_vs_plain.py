@@ -21,7 +21,8 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent))
-from ddpdoctor.bench.engine import human_bytes, parse_size  # noqa: E402
+from ddpdoctor.bench.engine import parse_size  # noqa: E402
+from ddpdoctor.report.units import human_bytes  # noqa: E402
 
 
 def free_port() -> int:

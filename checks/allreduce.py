@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ddpdoctor.bench import engine as bench
+from ddpdoctor import registry
+from ddpdoctor.bench import engine
+from ddpdoctor.report import problems
 from ddpdoctor.report.model import Judgement, World
-from ddpdoctor.report.problems import get
+from ddpdoctor.report.units import human_bytes
 
 ID = "allreduce"
 TITLE = "all_reduce"
+STAGE = registry.NEEDS_GROUP
 COLLECTIVE = True
 
 SIZES = {"cpu": (4 << 10, 1 << 20, 4 << 20), "cuda": (1 << 20, 16 << 20, 64 << 20)}
@@ -23,25 +26,25 @@ FLOORS = {("gloo", 1): 0.05, ("gloo", 2): 0.05, ("nccl", 1): 5.0, ("nccl", 2): 1
 def run(ctx: Any) -> dict[str, Any]:
     kind = "cuda" if ctx.device.type == "cuda" else "cpu"
     iters, warmup = ITERS[kind]
-    rows = [bench.measure(ctx, n, "float32", "sum", iters, warmup) for n in SIZES[kind]]
+    rows = [engine.measure(ctx, n, "float32", "sum", iters, warmup) for n in SIZES[kind]]
     return {"sizes": rows}
 
 
 def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     measured = {r: d["sizes"] for r, d in per_rank.items() if d.get("sizes")}
-    rows = bench.summarize(measured, world.world_size)
+    rows = engine.summarize(measured, world.world_size)
     if not rows:
         return Judgement(summary="no measurement")
     findings = []
-    wrong = bench.wrong_values(rows)
+    wrong = engine.wrong_values(rows)
     if wrong:
         findings.append(wrong)
     best = max(rows, key=lambda r: r.bytes)
     floor = FLOORS.get((world.backend, 1 if world.nnodes <= 1 else 2))
     if floor and world.world_size > 1 and best.busbw_gbps < floor:
         findings.append(
-            get("allreduce-slow").finding(
-                f"busbw {best.busbw_gbps:.2f} GB/s at {bench.human_bytes(best.bytes)} is below the "
+            problems.ALLREDUCE_SLOW.finding(
+                f"busbw {best.busbw_gbps:.2f} GB/s at {human_bytes(best.bytes)} is below the "
                 f"{floor:g} GB/s floor for {world.backend} on {'one host' if world.nnodes <= 1 else 'several hosts'}",
                 list(measured),
                 busbw_gbps=best.busbw_gbps,
@@ -50,7 +53,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
         )
     summary = (
         f"{world.backend}, {world.world_size} ranks, busbw {best.busbw_gbps:.2f} GB/s at "
-        f"{bench.human_bytes(best.bytes)}, {'all values exact' if not wrong else 'WRONG values'}"
+        f"{human_bytes(best.bytes)}, {'all values exact' if not wrong else 'WRONG values'}"
     )
     return Judgement(
         summary=summary,

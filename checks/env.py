@@ -8,13 +8,15 @@ import platform
 import socket
 from typing import Any
 
-from ddpdoctor import __version__
+from ddpdoctor import __version__, registry
+from ddpdoctor.node.envinfo import ifname_matches
+from ddpdoctor.report import problems
 from ddpdoctor.report.model import Finding, Judgement, World
-from ddpdoctor.report.problems import get
 from ddpdoctor.report.ranks import by_host, fmt_ranks, group_by_value, plural, ranks_txt, spread
 
 ID = "env"
 TITLE = "Environment"
+STAGE = registry.BEFORE_GROUP
 COLLECTIVE = False
 
 LAUNCH_VARS = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
@@ -82,16 +84,9 @@ def ifname_problems(var: str, value: str, existing: list[str]) -> list[str]:
     '=eth0' as an exact name; otherwise each entry is a prefix."""
     if not value or value.startswith("^"):
         return []
-    missing = []
-    for entry in filter(None, (e.strip() for e in value.split(","))):
-        exact = entry.startswith("=")
-        name = entry.lstrip("=")
-        ok = any(
-            (i == name) if exact or var.startswith("GLOO") else i.startswith(name) for i in existing
-        )
-        if not ok:
-            missing.append(entry)
-    return missing
+    gloo = var.startswith("GLOO")
+    entries = [e.strip() for e in value.split(",") if e.strip()]
+    return [e for e in entries if not any(ifname_matches(i, e, exact=gloo) for i in existing)]
 
 
 def run(ctx: Any) -> dict[str, Any]:
@@ -122,6 +117,11 @@ def run(ctx: Any) -> dict[str, Any]:
     except Exception:  # noqa: BLE001 - the snapshot is a bonus, never a failure
         pass
     return data
+
+
+def host_facts(data: dict[str, Any]) -> dict[str, Any]:
+    """What the per-host table shows from this check: versions and the traffic interface."""
+    return {"versions": data.get("versions", {}), "net": data.get("net", {})}
 
 
 def _traffic_interface(snap: dict[str, Any], backend: str) -> dict[str, Any]:
@@ -159,14 +159,14 @@ def _per_host_differences(
     }
     if len(group_by_value(mtu)) > 1:
         findings.append(
-            get("mtu-mismatch").finding(
+            problems.MTU_MISMATCH.finding(
                 f"MTU of the traffic interface differs: {_values_by_host(mtu, hosts)}", sorted(mtu)
             )
         )
     cvd = {r: d["vars"].get("CUDA_VISIBLE_DEVICES", "<unset>") for r, d in reps.items()}
     if len(group_by_value(cvd)) > 1:
         findings.append(
-            get("env-inconsistent").finding(
+            problems.ENV_INCONSISTENT.finding(
                 f"CUDA_VISIBLE_DEVICES differs across nodes: {_values_by_host(cvd, hosts)}",
                 sorted(cvd),
                 variable="CUDA_VISIBLE_DEVICES",
@@ -192,7 +192,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     if missing:
         names = sorted({v for m in missing.values() for v in m})
         findings.append(
-            get("env-missing").finding(
+            problems.ENV_MISSING.finding(
                 f"{', '.join(names)} not set on {ranks_txt(missing)}: not started by torchrun or another launcher",
                 list(missing),
                 missing=names,
@@ -202,7 +202,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     ws = _compare(per_rank, hosts, "WORLD_SIZE")
     if ws:
         findings.append(
-            get("world-size-mismatch").finding(f"WORLD_SIZE differs: {ws}", list(per_rank))
+            problems.WORLD_SIZE_MISMATCH.finding(f"WORLD_SIZE differs: {ws}", list(per_rank))
         )
 
     declared = {r: d["vars"].get("RANK") for r, d in per_rank.items() if "RANK" in d["vars"]}
@@ -210,7 +210,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     dups = {v: rs for v, rs in by_value.items() if len(rs) > 1}
     for value, ranks in dups.items():
         findings.append(
-            get("rank-duplicate").finding(
+            problems.RANK_DUPLICATE.finding(
                 f"RANK={value} is used by {len(ranks)} processes", ranks, rank_value=value
             )
         )
@@ -226,14 +226,14 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
         bad = sorted(r for r in numeric if not 0 <= r < size)
         if bad:
             findings.append(
-                get("rank-duplicate").finding(f"RANK {fmt_ranks(bad)} outside 0..{size - 1}", bad)
+                problems.RANK_DUPLICATE.finding(f"RANK {fmt_ranks(bad)} outside 0..{size - 1}", bad)
             )
 
     for key in ("MASTER_ADDR", "MASTER_PORT"):
         diff = _compare(per_rank, hosts, key)
         if diff:
             findings.append(
-                get("master-mismatch").finding(f"{key} differs: {diff}", list(per_rank))
+                problems.MASTER_MISMATCH.finding(f"{key} differs: {diff}", list(per_rank))
             )
 
     bad_if: dict[tuple[str, str, str, str], list[int]] = {}
@@ -246,7 +246,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     for (host, var, value, names), ranks in bad_if.items():
         have = ", ".join(per_rank[ranks[0]].get("interfaces", [])) or "none"
         findings.append(
-            get("socket-ifname-missing").finding(
+            problems.SOCKET_IFNAME_MISSING.finding(
                 f"{var}={value} on {host}: no interface {names} (has {have})",
                 ranks,
                 host=host,
@@ -261,7 +261,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
                 risky.setdefault((var, why), []).append(r)
     for (var, why), ranks in sorted(risky.items()):
         findings.append(
-            get("risky-setting").finding(
+            problems.RISKY_SETTING.finding(
                 f"{var}={RISKY[var][0]} on {plural(len(ranks), 'rank')}: {why}", ranks, variable=var
             )
         )
@@ -273,7 +273,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     ]
     if detail:
         findings.append(
-            get("debug-detail").finding(
+            problems.DEBUG_DETAIL.finding(
                 "TORCH_DISTRIBUTED_DEBUG=DETAIL is set"
                 + (
                     "; with torch 2.13 on CPU it segfaults DDP's constructor, so ddpdoctor ran its "
@@ -291,7 +291,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
         values = {r: d["versions"].get(key) for r, d in per_rank.items()}
         if len(group_by_value(values)) > 1:
             findings.append(
-                get("version-mismatch").finding(
+                problems.VERSION_MISMATCH.finding(
                     f"{key} differs: {spread(values, hosts)}", list(per_rank), component=key
                 )
             )
@@ -304,7 +304,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
         ours = max(groups.values(), key=len)
         strangers = sorted(r for rs in groups.values() if rs is not ours for r in rs)
         findings.append(
-            get("run-cross-talk").finding(
+            problems.RUN_CROSS_TALK.finding(
                 f"{ranks_txt(strangers)} {'belongs' if len(strangers) == 1 else 'belong'} to another ddpdoctor run on the same master port",
                 strangers,
             )
@@ -322,7 +322,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
         diff = _compare(per_rank, hosts, key)
         if diff:
             findings.append(
-                get("env-inconsistent").finding(
+                problems.ENV_INCONSISTENT.finding(
                     f"{key} differs: {diff}", list(per_rank), variable=key
                 )
             )

@@ -8,12 +8,16 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from ddpdoctor import registry
+from ddpdoctor.report import problems
 from ddpdoctor.report.model import Judgement, World
-from ddpdoctor.report.problems import get
 from ddpdoctor.report.ranks import ranks_txt
 
 ID = "gradscaler"
 TITLE = "GradScaler + DDP"
+STAGE = registry.NEEDS_GROUP
+# DDP's constructor imports torch._dynamo (about a second of CPU): import it while peers wait.
+PRELOAD = ("torch._dynamo",)
 COLLECTIVE = True
 STEPS = 4
 INF_STEP = 2
@@ -101,7 +105,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
         return Judgement(
             summary="AMP not available on this device",
             findings=[
-                get("amp-unsupported").finding(
+                problems.AMP_UNSUPPORTED.finding(
                     "this torch has no GradScaler for the device", sorted(per_rank)
                 )
             ],
@@ -113,7 +117,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
         scales = {r: d["steps"][step]["scale"] for r, d in ran.items()}
         if len(set(scales.values())) > 1:
             findings.append(
-                get("scale-diverged").finding(
+                problems.SCALE_DIVERGED.finding(
                     f"after step {step} the scale is {', '.join(f'{s:g} on rank {r}' for r, s in sorted(scales.items()))}",
                     sorted(ran),
                     step=step,
@@ -130,7 +134,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
             else "applied on every rank"
         )
         findings.append(
-            get("inf-step-not-skipped").finding(
+            problems.INF_STEP_NOT_SKIPPED.finding(
                 f"the step with an inf gradient (step {inf_step}) was {where}; it must be skipped everywhere",
                 stepped,
                 step=inf_step,
@@ -139,7 +143,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     final = {r: d["steps"][nsteps - 1]["params"] for r, d in ran.items()}
     if len(set(final.values())) > 1:
         findings.append(
-            get("params-diverged").finding(
+            problems.PARAMS_DIVERGED.finding(
                 f"parameters differ across ranks after {nsteps} steps", sorted(ran)
             )
         )

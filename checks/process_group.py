@@ -9,12 +9,14 @@ import time
 from datetime import timedelta
 from typing import Any
 
+from ddpdoctor import registry
+from ddpdoctor.report import problems
 from ddpdoctor.report.model import Judgement, World
-from ddpdoctor.report.problems import get
 from ddpdoctor.report.ranks import plural, ranks_txt
 
 ID = "process_group"
 TITLE = "Process group"
+STAGE = registry.CREATES_GROUP
 COLLECTIVE = True
 BARRIERS = 5
 SLOW_BARRIER_MS = {1: 50.0, 2: 200.0}  # one host / several hosts
@@ -86,7 +88,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     if barrier > limit:
         slow = [r for r, d in per_rank.items() if d.get("barrier_ms", 0.0) > limit]
         findings.append(
-            get("barrier-slow").finding(
+            problems.BARRIER_SLOW.finding(
                 f"barrier takes {barrier:.1f} ms (expected < {limit:g} ms) on {ranks_txt(slow)}",
                 slow,
                 barrier_ms=barrier,
@@ -95,7 +97,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     sizes = {d.get("world_size") for d in per_rank.values()}
     if len(sizes) > 1:
         findings.append(
-            get("world-size-mismatch").finding(
+            problems.WORLD_SIZE_MISMATCH.finding(
                 f"process groups of different sizes: {sorted(sizes)}", list(per_rank)
             )
         )

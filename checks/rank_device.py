@@ -9,12 +9,14 @@ import os
 from collections import defaultdict
 from typing import Any
 
+from ddpdoctor import registry
+from ddpdoctor.report import problems
 from ddpdoctor.report.model import Finding, Judgement, World
-from ddpdoctor.report.problems import get
 from ddpdoctor.report.ranks import by_host, fmt_ranks, plural
 
 ID = "rank_device"
 TITLE = "Rank ↔ device"
+STAGE = registry.NEEDS_GROUP
 COLLECTIVE = False
 
 
@@ -112,7 +114,7 @@ def _cpu_findings(per_rank: dict[int, dict[str, Any]]) -> list[Finding]:
                 )
                 hint = None
             findings.append(
-                get("cpu-oversubscribed").finding(
+                problems.CPU_OVERSUBSCRIBED.finding(
                     msg, ranks, host=host, threads=threads, cores=len(cores), hint=hint
                 )
             )
@@ -127,7 +129,7 @@ def _cpu_findings(per_rank: dict[int, dict[str, Any]]) -> list[Finding]:
         ]
         if overlap:
             findings.append(
-                get("cpu-affinity-overlap").finding(
+                problems.CPU_AFFINITY_OVERLAP.finding(
                     f"ranks {fmt_ranks(overlap)} on {host} are pinned to overlapping cores",
                     sorted(set(overlap)),
                     host=host,
@@ -145,7 +147,7 @@ def _gpu_findings(per_rank: dict[int, dict[str, Any]]) -> list[Finding]:
     for (host, gpu), ranks in sorted(owners.items()):
         if len(ranks) > 1:
             findings.append(
-                get("shared-gpu").finding(
+                problems.SHARED_GPU.finding(
                     f"ranks {fmt_ranks(ranks)} on {host} all use GPU {gpu}",
                     ranks,
                     host=host,
@@ -156,7 +158,7 @@ def _gpu_findings(per_rank: dict[int, dict[str, Any]]) -> list[Finding]:
         count = d.get("device_count") or 0
         if count > 1 and d.get("device_index") != d.get("local_rank") % count:
             findings.append(
-                get("local-rank-device-mismatch").finding(
+                problems.LOCAL_RANK_DEVICE_MISMATCH.finding(
                     f"rank {r} has LOCAL_RANK={d.get('local_rank')} but computes on cuda:{d.get('device_index')}",
                     [r],
                     host=d.get("host"),
@@ -165,7 +167,7 @@ def _gpu_findings(per_rank: dict[int, dict[str, Any]]) -> list[Finding]:
         throttle = (d.get("nvml") or {}).get("throttle_reasons") or 0
         if throttle & 0x68:  # HW slowdown | HW thermal | HW power brake
             findings.append(
-                get("gpu-unhealthy").finding(
+                problems.GPU_UNHEALTHY.finding(
                     f"GPU {d.get('uuid')} on {d.get('host')} is throttled by hardware (reasons 0x{throttle:x})",
                     [r],
                     host=d.get("host"),
@@ -178,7 +180,7 @@ def _gpu_findings(per_rank: dict[int, dict[str, Any]]) -> list[Finding]:
         local = per_rank[ranks[0]].get("local_world_size") or len(ranks)
         if shared_view and count and local > count:
             findings.append(
-                get("more-ranks-than-gpus").finding(
+                problems.MORE_RANKS_THAN_GPUS.finding(
                     f"{local} ranks per node on {host} but {count} GPU(s) visible", ranks, host=host
                 )
             )

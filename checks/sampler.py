@@ -10,12 +10,14 @@ from collections import Counter
 from itertools import combinations
 from typing import Any
 
+from ddpdoctor import registry
+from ddpdoctor.report import problems
 from ddpdoctor.report.model import Judgement, World
-from ddpdoctor.report.problems import get
 from ddpdoctor.report.ranks import ranks_txt
 
 ID = "sampler"
 TITLE = "DistributedSampler shards"
+STAGE = registry.NEEDS_GROUP
 COLLECTIVE = False
 DATASET_LEN = 1001  # not divisible by common world sizes, so padding is exercised
 
@@ -71,7 +73,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     odd = sorted(r for r, v in digests.items() if v != common)
     if odd:
         findings.append(
-            get("permutation-disagrees").finding(
+            problems.PERMUTATION_DISAGREES.finding(
                 f"{ranks_txt(odd)} shuffle with a different permutation than the others", odd
             )
         )
@@ -91,7 +93,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
             )
         ranks = sorted({r for a, b, _k in worst for r in (a, b)} | {r for p in same for r in p})
         findings.append(
-            get("shard-overlap").finding(
+            problems.SHARD_OVERLAP.finding(
                 f"{extra - padding} samples are trained on by more than one rank: {detail}",
                 ranks,
                 overlap=extra - padding,
@@ -100,7 +102,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     missing = n - len(counts)
     if missing > 0 and len(shards) >= replicas:  # coverage needs every rank's shard
         findings.append(
-            get("shard-incomplete").finding(
+            problems.SHARD_INCOMPLETE.finding(
                 f"{missing} of {n} samples are on no rank's shard", sorted(shards), missing=missing
             )
         )
@@ -108,7 +110,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     stale = sorted(r for r, d in per_rank.items() if not d.get("reshuffled"))
     if stale:
         findings.append(
-            get("set-epoch-no-effect").finding(
+            problems.SET_EPOCH_NO_EFFECT.finding(
                 f"epoch 1 repeats epoch 0's order on {ranks_txt(stale)} despite set_epoch(1)", stale
             )
         )

@@ -16,6 +16,7 @@ from ddpdoctor.options import (
     AsciiOpt,
     BackendOpt,
     DebugOpt,
+    FailOnOpt,
     JsonOpt,
     MasterAddrOpt,
     MasterPortOpt,
@@ -74,9 +75,7 @@ def check(
     ] = None,
     timeout: TimeoutOpt = 30.0,
     json_path: JsonOpt = None,
-    fail_on: Annotated[
-        str, typer.Option("--fail-on", help="warn | fail: lowest level that makes the exit code 1.")
-    ] = "fail",
+    fail_on: FailOnOpt = "fail",
     verbose: VerboseOpt = False,
     ascii_only: AsciiOpt = False,
     master_addr: MasterAddrOpt = None,
@@ -90,30 +89,27 @@ def check(
     debug: DebugOpt = False,
 ) -> None:
     """Probe every rank through torchrun and report in one place."""
-    from ddpdoctor.job import plan as check_command
+    from ddpdoctor.job import command
+    from ddpdoctor.job.plan import LaunchArgs
 
-    code = check_command.run(
-        check_command.CheckArgs(
-            nproc=nproc,
-            backend=backend,
-            only=only,
-            skip=skip,
-            timeout=timeout,
-            json_path=json_path,
-            fail_on=fail_on,
-            verbose=verbose,
-            ascii_only=ascii_only,
-            master_addr=master_addr,
-            master_port=master_port,
-            nnodes=nnodes,
-            node_rank=node_rank,
-            rdzv_endpoint=rdzv_endpoint,
-            rdzv_id=rdzv_id,
-            rdzv_backend=rdzv_backend,
-            run_dir=run_dir,
-        )
+    launch = LaunchArgs(
+        nproc=nproc,
+        backend=backend,
+        timeout=timeout,
+        json_path=json_path,
+        verbose=verbose,
+        ascii_only=ascii_only,
+        master_addr=master_addr,
+        master_port=master_port,
+        nnodes=nnodes,
+        node_rank=node_rank,
+        rdzv_endpoint=rdzv_endpoint,
+        rdzv_id=rdzv_id,
+        rdzv_backend=rdzv_backend,
+        run_dir=run_dir,
     )
-    raise typer.Exit(code)
+    args = command.CheckArgs(launch=launch, only=only, skip=skip, fail_on=fail_on)
+    raise typer.Exit(command.run(args))
 
 
 @app.command("bench-allreduce")
@@ -183,9 +179,9 @@ def bench_allreduce(
 ) -> None:
     """Measure all_reduce bandwidth over message sizes, as nccl-tests' all_reduce_perf does."""
     from ddpdoctor.bench import command as bench_command
-    from ddpdoctor.job.plan import CheckArgs
+    from ddpdoctor.job.plan import LaunchArgs
 
-    launch = CheckArgs(
+    launch = LaunchArgs(
         nproc=nproc,
         backend=backend,
         timeout=timeout,
@@ -218,6 +214,24 @@ def bench_allreduce(
         )
     )
     raise typer.Exit(code)
+
+
+@app.command("report")
+def report_cmd(
+    run_dir: Annotated[
+        str, typer.Argument(help="A run folder (--run-dir, or one kept after a failure).")
+    ],
+    json_path: JsonOpt = None,
+    fail_on: FailOnOpt = "fail",
+    verbose: VerboseOpt = False,
+    ascii_only: AsciiOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Judge and print the report of a run folder again (a kept run, or one from a ticket)."""
+    from ddpdoctor.job import command
+
+    args = command.ReportArgs(run_dir, json_path, fail_on, verbose, ascii_only)
+    raise typer.Exit(command.report(args))
 
 
 @app.command()

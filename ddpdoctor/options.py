@@ -15,6 +15,9 @@ JsonOpt = Annotated[
         help="Write the JSON document to PATH ('-' = only JSON on stdout).",
     ),
 ]
+FailOnOpt = Annotated[
+    str, typer.Option("--fail-on", help="warn | fail: lowest level that makes the exit code 1.")
+]
 VerboseOpt = Annotated[
     bool, typer.Option("--verbose", "-v", help="More detail: per-rank tables, commands, timings.")
 ]

@@ -1,24 +1,50 @@
-"""The ordered check registry. Order is part of correctness: every rank runs the same checks in
-the same order, or their collectives pair up wrongly and deadlock. Third-party checks come from
-the `ddpdoctor.checks` entry-point group, after the built-ins, sorted by name.
+"""The ordered check registry, shared by both sides: the parent selects checks and judges their
+results, the ranks run them. It never imports torch (check modules import it inside `run`).
 
-A check is a module with:
-    ID: str, TITLE: str, COLLECTIVE: bool
-    run(ctx) -> dict          on every rank (keys starting with "_" are for judge only)
-    judge(per_rank, world) -> Judgement   on the collecting side, pure (no torch)
+Order is part of correctness: every rank runs the same checks in the same order, or their
+collectives pair up wrongly and deadlock. A check says what it needs through its `STAGE`, and
+the engine knows no check by name: checks that run before the process group exists come first,
+then the one check that creates it (always run, since everything later needs it), then the
+rest in registry order. Third-party checks come from the `ddpdoctor.checks` entry-point group,
+after the built-ins, sorted by name (README: "Adding a check").
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable
 from importlib.metadata import entry_points
-from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from ddpdoctor.errors import UsageError
+
+if TYPE_CHECKING:
+    from ddpdoctor.rank.context import RankContext
+    from ddpdoctor.report.model import Judgement, World
+
+BEFORE_GROUP = "before_group"  # needs no process group; its result is exchanged once one exists
+CREATES_GROUP = "creates_group"  # creates the process group and the control group
+NEEDS_GROUP = "needs_group"  # runs once the group exists
+STAGES = (BEFORE_GROUP, CREATES_GROUP, NEEDS_GROUP)
 
 BUILTIN = ("env", "process_group", "rank_device", "allreduce", "sampler", "gradscaler")
 # Jobs shaped like checks that other commands run (not selectable with --only/--skip).
 JOBS = {"bench": "ddpdoctor.bench.sweep", "pairs": "ddpdoctor.bench.pairs"}
+
+
+@runtime_checkable
+class Check(Protocol):
+    """What a check module provides. Optional: `PRELOAD` (modules to import on a side thread while
+    earlier checks wait on peers) and `host_facts(data) -> dict` (facts for the per-host table)."""
+
+    ID: str
+    TITLE: str
+    STAGE: str
+    COLLECTIVE: bool  # calls collectives: skipped on every rank once one has failed
+
+    def run(self, ctx: RankContext) -> dict[str, Any]: ...
+
+    def judge(self, per_rank: dict[int, dict[str, Any]], world: World) -> Judgement: ...
 
 
 def _plugins() -> dict[str, str]:
@@ -33,20 +59,44 @@ def all_ids() -> list[str]:
     return [*BUILTIN, *_plugins()]
 
 
-def load(check_id: str) -> ModuleType:
+def load(check_id: str) -> Check:
+    """The module behind a check id, validated against the protocol."""
     if check_id in BUILTIN:
-        return importlib.import_module(f"ddpdoctor.checks.{check_id}")
-    if check_id in JOBS:
-        return importlib.import_module(JOBS[check_id])
-    return importlib.import_module(_plugins()[check_id])
+        name = f"ddpdoctor.checks.{check_id}"
+    elif check_id in JOBS:
+        name = JOBS[check_id]
+    else:
+        name = _plugins()[check_id]
+    mod = importlib.import_module(name)
+    stage = getattr(mod, "STAGE", NEEDS_GROUP)
+    if not isinstance(mod, Check) or stage not in STAGES:
+        raise TypeError(
+            f"check module {name} lacks ID/TITLE/STAGE/COLLECTIVE/run/judge or has an unknown STAGE"
+        )
+    return cast(Check, mod)
 
 
-def run_order(selected: list[str]) -> list[str]:
-    """What a worker runs: the selection, with process_group (everything else needs it) right
-    after env, or first."""
-    order = [c for c in selected if c != "process_group"]
-    at = 1 if order[:1] == ["env"] else 0
-    return [*order[:at], "process_group", *order[at:]]
+def title(check_id: str) -> str:
+    try:
+        return load(check_id).TITLE
+    except Exception:  # noqa: BLE001 - a report row must still have a title
+        return check_id
+
+
+def group_check() -> str:
+    """The id of the check that creates the process group (launch faults are reported there)."""
+    return next(c for c in BUILTIN if load(c).STAGE == CREATES_GROUP)
+
+
+def run_order(selected: Iterable[str]) -> list[str]:
+    """What a worker runs: the selection ordered by stage (stable within a stage), with the
+    group-creating check added when the selection left it out."""
+    chosen = list(selected)
+    creator = group_check()
+    if creator not in chosen:
+        chosen.append(creator)
+    rank = {stage: i for i, stage in enumerate(STAGES)}
+    return sorted(chosen, key=lambda c: rank[load(c).STAGE])
 
 
 def select(only: str | None, skip: str | None) -> list[str]:

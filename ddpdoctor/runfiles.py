@@ -1,29 +1,240 @@
-"""The run folder shared by the launcher and its workers: names of the files, atomic writes, and
-tolerant reads. Every rank writes its own partial truth here after every check, so a crash or a
-hang loses nothing that was already known."""
+"""The run folder: the only thing that crosses between the parent (`ddpdoctor.job`) and the ranks
+(`ddpdoctor.rank`). Each file has a typed document with a version, written atomically and read
+tolerantly, so a crash or a hang loses nothing already known and a reader never raises.
+
+    spec.json        JobSpec     the parent → every rank: what to run, how, with which nonce
+    rank-R.json      RankDoc     rank R → the parent: its identity and every check's entry so far
+    rank-R.beat      Heartbeat   rank R → the parent: where it is now; `t_alive` ticks while it waits
+    rank-R.log       text        rank R's own stdout and stderr under the ddpdoctor launcher
+    gathered.json    Gathered    rank 0 → the parent: every rank's entries, as exchanged
+    torchrun.log     text        torchrun's own output
+
+Every document carries the run's nonce: a file left in a reused `--run-dir` by another run is
+ignored rather than mixed into this run's report."""
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+VERSION = 1
 SPEC = "spec.json"
 GATHERED = "gathered.json"
 LAUNCHER_LOG = "torchrun.log"
 
+# Check entry statuses on the rank side (the report's statuses are judged from these).
+ENTRY_OK, ENTRY_SKIP, ENTRY_ERROR, ENTRY_TIMEOUT = "ok", "skip", "error", "timeout"
 
-def rank_file(run_dir: Path, rank: int) -> Path:
-    return run_dir / f"rank-{rank}.json"
-
-
-def beat_file(run_dir: Path, rank: int) -> Path:
-    return run_dir / f"rank-{rank}.beat"
+T = TypeVar("T")
 
 
-def log_file(run_dir: Path, rank: int) -> Path:
-    return run_dir / f"rank-{rank}.log"
+def _known(cls: type[T], d: dict[str, Any]) -> dict[str, Any]:
+    """The keys of `d` that `cls` declares: a newer writer's extra fields are ignored."""
+    names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    return {k: v for k, v in d.items() if k in names}
+
+
+@dataclass
+class JobSpec:
+    """What the parent asks every rank to do. Under the user's own launcher there is no spec file
+    and each rank builds the same one locally (`managed` is then False)."""
+
+    checks: list[str]
+    timeout: float
+    backend: str
+    backend_reason: str = ""
+    nonce: str = ""
+    managed: bool = False
+    nnodes: int = 1
+    world_size: int = 1
+    master_addr: str | None = None
+    master_port: int | None = None
+    node_rank: int | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    command: list[str] = field(default_factory=list)
+    version: int = VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> JobSpec:
+        d = _known(cls, d)
+        d["checks"] = [str(c) for c in d.get("checks") or []]
+        d["nnodes"] = int(d.get("nnodes") or 1)
+        d["world_size"] = int(d.get("world_size") or 1)
+        return cls(**d)
+
+
+@dataclass
+class CheckEntry:
+    """One check's outcome on one rank: `data` on success, the error and the phase it happened in
+    otherwise. Keys of `data` starting with "_" are raw material for the judge only."""
+
+    status: str
+    data: dict[str, Any] = field(default_factory=dict)
+    reason: str = ""  # why it was skipped
+    error: str = ""
+    traceback: str = ""
+    phase: str | None = None
+    duration_s: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == ENTRY_OK
+
+    @property
+    def failed(self) -> bool:
+        return self.status in (ENTRY_ERROR, ENTRY_TIMEOUT)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> CheckEntry:
+        d = _known(cls, d)
+        d["data"] = d.get("data") or {}
+        return cls(**d)
+
+
+@dataclass
+class Termination:
+    """The launcher tore this rank down (SIGTERM after another rank failed)."""
+
+    signal: str
+    t: float
+    check: str | None = None
+    phase: str | None = None
+
+
+@dataclass
+class ExchangeError:
+    """This rank could not exchange its results after `check`; later collective checks skip."""
+
+    check: str
+    error: str
+
+
+@dataclass
+class RankDoc:
+    """Everything one rank knows about itself, rewritten after every check."""
+
+    rank: int
+    local_rank: int = 0
+    host: str = ""
+    pid: int = 0
+    nonce: str = ""
+    device: str | None = None
+    started_at: float = 0.0
+    finished: bool = False
+    finished_at: float | None = None
+    terminated: Termination | None = None
+    last_check: str | None = None
+    checks: dict[str, CheckEntry] = field(default_factory=dict)
+    exchange_error: ExchangeError | None = None
+    version: int = VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> RankDoc:
+        d = _known(cls, d)
+        d["checks"] = {
+            str(k): CheckEntry.from_json(v)
+            for k, v in (d.get("checks") or {}).items()
+            if isinstance(v, dict)
+        }
+        term, exch = d.get("terminated"), d.get("exchange_error")
+        d["terminated"] = Termination(**_known(Termination, term)) if term else None
+        d["exchange_error"] = ExchangeError(**_known(ExchangeError, exch)) if exch else None
+        return cls(**d)
+
+
+@dataclass
+class Heartbeat:
+    """Where a rank is now. `t_phase` moves when it starts a new phase, `t_alive` ticks every half
+    second from a side thread: a stale `t_alive` means the process itself is stopped."""
+
+    rank: int
+    pid: int = 0
+    host: str = ""
+    nonce: str = ""
+    check: str | None = None
+    phase: str | None = "starting"
+    t_phase: float = 0.0
+    t_alive: float = 0.0
+    finished: bool = False
+    version: int = VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Heartbeat:
+        return cls(**_known(cls, d))
+
+
+@dataclass
+class Pulse:
+    """A rank's pulse in the rendezvous store as rank 0 sampled it after a failure (multi-node)."""
+
+    alive: bool
+    pulses: int | None = None
+    phase: str | None = None
+
+
+@dataclass
+class Identity:
+    """Who a rank is, sent with every exchange: all that is known of a rank on another node."""
+
+    host: str = ""
+    pid: int = 0
+    device: str | None = None
+
+
+@dataclass
+class Gathered:
+    """Rank 0's copy of every rank's entries, as the exchanges delivered them; the only source for
+    ranks on other nodes. `liveness` is filled after a failure on multi-node runs."""
+
+    nonce: str = ""
+    checks: dict[str, dict[int, CheckEntry]] = field(default_factory=dict)
+    ranks: dict[int, Identity] = field(default_factory=dict)
+    liveness: dict[int, Pulse] = field(default_factory=dict)
+    version: int = VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "nonce": self.nonce,
+            "checks": {
+                cid: {str(r): e.to_json() for r, e in sorted(per.items())}
+                for cid, per in self.checks.items()
+            },
+            "ranks": {str(r): asdict(i) for r, i in sorted(self.ranks.items())},
+            "liveness": {str(r): asdict(p) for r, p in sorted(self.liveness.items())},
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Gathered:
+        return cls(
+            nonce=str(d.get("nonce") or ""),
+            checks={
+                str(cid): {int(r): CheckEntry.from_json(e) for r, e in (per or {}).items()}
+                for cid, per in (d.get("checks") or {}).items()
+            },
+            ranks={
+                int(r): Identity(**_known(Identity, i)) for r, i in (d.get("ranks") or {}).items()
+            },
+            liveness={
+                int(r): Pulse(**_known(Pulse, p)) for r, p in (d.get("liveness") or {}).items()
+            },
+            version=int(d.get("version") or VERSION),
+        )
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -43,22 +254,90 @@ def read_json(path: Path) -> Any | None:
         return None
 
 
-def _ranked(run_dir: Path, suffix: str) -> dict[int, dict[str, Any]]:
-    out: dict[int, dict[str, Any]] = {}
-    for p in run_dir.glob(f"rank-*.{suffix}"):
+class RunFolder:
+    """Names and typed reads/writes of one run folder. Reads skip what is unreadable, malformed, or
+    stamped with another run's nonce (when this run's nonce is known)."""
+
+    def __init__(self, path: Path | str, nonce: str | None = None) -> None:
+        self.path = Path(path)
+        self.nonce = nonce
+
+    def rank_file(self, rank: int) -> Path:
+        return self.path / f"rank-{rank}.json"
+
+    def beat_file(self, rank: int) -> Path:
+        return self.path / f"rank-{rank}.beat"
+
+    def log_file(self, rank: int) -> Path:
+        return self.path / f"rank-{rank}.log"
+
+    @property
+    def spec_file(self) -> Path:
+        return self.path / SPEC
+
+    @property
+    def gathered_file(self) -> Path:
+        return self.path / GATHERED
+
+    @property
+    def launcher_log(self) -> Path:
+        return self.path / LAUNCHER_LOG
+
+    def _ours(self, nonce: str) -> bool:
+        return not self.nonce or nonce == self.nonce
+
+    def write_spec(self, spec: JobSpec) -> None:
+        write_json(self.spec_file, spec.to_json())
+
+    def read_spec(self) -> JobSpec | None:
+        raw = read_json(self.spec_file)
         try:
-            rank = int(p.name[len("rank-") : -len(suffix) - 1])
-        except ValueError:
-            continue
-        data = read_json(p)
-        if isinstance(data, dict):
-            out[rank] = data
-    return out
+            return JobSpec.from_json(raw) if isinstance(raw, dict) else None
+        except (TypeError, ValueError):
+            return None
 
+    def write_rank(self, doc: RankDoc) -> None:
+        write_json(self.rank_file(doc.rank), doc.to_json())
 
-def read_rank_files(run_dir: Path) -> dict[int, dict[str, Any]]:
-    return _ranked(run_dir, "json")
+    def write_beat(self, beat: Heartbeat) -> None:
+        write_json(self.beat_file(beat.rank), beat.to_json())
 
+    def write_gathered(self, gathered: Gathered) -> None:
+        write_json(self.gathered_file, gathered.to_json())
 
-def read_beats(run_dir: Path) -> dict[int, dict[str, Any]]:
-    return _ranked(run_dir, "beat")
+    def read_gathered(self) -> Gathered | None:
+        raw = read_json(self.gathered_file)
+        try:
+            g = Gathered.from_json(raw) if isinstance(raw, dict) else None
+        except (TypeError, ValueError):
+            return None
+        return g if g is not None and self._ours(g.nonce) else None
+
+    def read_ranks(self) -> dict[int, RankDoc]:
+        docs = self._ranked("json", RankDoc.from_json)
+        return {r: d for r, d in docs.items() if d.rank == r and self._ours(d.nonce)}
+
+    def read_beats(self) -> dict[int, Heartbeat]:
+        beats = self._ranked("beat", Heartbeat.from_json)
+        return {r: b for r, b in beats.items() if b.rank == r and self._ours(b.nonce)}
+
+    def _ranked(self, suffix: str, parse: Any) -> dict[int, Any]:
+        out: dict[int, Any] = {}
+        for p in self.path.glob(f"rank-*.{suffix}"):
+            try:
+                rank = int(p.name[len("rank-") : -len(suffix) - 1])
+            except ValueError:
+                continue
+            raw = read_json(p)
+            if not isinstance(raw, dict):
+                continue
+            try:
+                out[rank] = parse(raw)
+            except (TypeError, ValueError, KeyError):
+                continue
+        return out
+
+    def remove_rank_files(self, rank: int) -> None:
+        """A folder reused by an earlier run of the same job id: drop this rank's old files."""
+        for stale in (self.rank_file(rank), self.beat_file(rank)):
+            stale.unlink(missing_ok=True)

@@ -9,19 +9,20 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ddpdoctor.bench import engine as bench
-from ddpdoctor.bench import sweep as bench_job
+from ddpdoctor.bench import engine, sweep
 from ddpdoctor.errors import UsageError
-from ddpdoctor.job.plan import CheckArgs, exit_code, kept_run_dir, launched, plan
+from ddpdoctor.job.plan import LaunchArgs, plan
+from ddpdoctor.job.session import exit_code, kept_run_dir, launched
 from ddpdoctor.report import schema
 from ddpdoctor.report.model import Report
+from ddpdoctor.report.units import human_bytes
 
 GLOO_OPS = ("sum", "max", "min")
 
 
 @dataclass
 class BenchArgs:
-    launch: CheckArgs = field(default_factory=CheckArgs)
+    launch: LaunchArgs = field(default_factory=LaunchArgs)
     min_bytes: str = "8"
     max_bytes: str | None = None
     factor: int = 2
@@ -37,7 +38,7 @@ class BenchArgs:
 
 def _size(text: str, opt: str) -> int:
     try:
-        n = bench.parse_size(text)
+        n = engine.parse_size(text)
     except ValueError as exc:
         raise UsageError(f"{opt}: {exc}") from None
     if n <= 0:
@@ -47,12 +48,12 @@ def _size(text: str, opt: str) -> int:
 
 def options(args: BenchArgs, backend: str) -> dict[str, Any]:
     """Validate the sweep; every usage error is raised before anything is launched."""
-    if args.dtype not in bench.DTYPE_BYTES:
+    if args.dtype not in engine.DTYPE_BYTES:
         raise UsageError(
-            f"--dtype must be one of {', '.join(bench.DTYPE_BYTES)}, not {args.dtype!r}"
+            f"--dtype must be one of {', '.join(engine.DTYPE_BYTES)}, not {args.dtype!r}"
         )
-    if args.op not in bench.OPS:
-        raise UsageError(f"--op must be one of {', '.join(bench.OPS)}, not {args.op!r}")
+    if args.op not in engine.OPS:
+        raise UsageError(f"--op must be one of {', '.join(engine.OPS)}, not {args.op!r}")
     if backend == "gloo" and args.op not in GLOO_OPS:
         raise UsageError(f"--op {args.op} is not supported by gloo (use {', '.join(GLOO_OPS)})")
     if args.iters < 1:
@@ -75,7 +76,7 @@ def options(args: BenchArgs, backend: str) -> dict[str, Any]:
     hi = _size(args.max_bytes, "--max-bytes") if args.max_bytes else default_hi
     if lo > hi:
         raise UsageError(
-            f"--min-bytes ({bench.human_bytes(lo)}) is larger than --max-bytes ({bench.human_bytes(hi)})"
+            f"--min-bytes ({human_bytes(lo)}) is larger than --max-bytes ({human_bytes(hi)})"
         )
     if hi > 16 << 30:
         raise UsageError("--max-bytes above 16G is not supported")
@@ -156,9 +157,9 @@ def run(args: BenchArgs) -> int:
     if args.pairs:
         job, steps = ["pairs"], 2 * args.launch.nnodes * (args.launch.nproc or 8) + 2  # ~ rounds
     else:
-        sizes = bench_job.sizes(opts["min_bytes"], opts["max_bytes"], opts["factor"], opts["dtype"])
+        sizes = sweep.sizes(opts["min_bytes"], opts["max_bytes"], opts["factor"], opts["dtype"])
         job, steps = ["bench"], len(sizes) + 2
-    p = plan(args.launch, job_checks=job, options={"bench": opts}, steps=steps)
+    p = plan(args.launch, job, options={"bench": opts}, steps=steps)
     json_only = args.launch.json_path == "-"
     title = "ddpdoctor bench-allreduce"
     with launched(p, title, not json_only, args.launch.ascii_only) as report:

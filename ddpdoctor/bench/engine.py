@@ -13,6 +13,8 @@ import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from ddpdoctor.report.units import human_bytes
+
 if TYPE_CHECKING:
     from ddpdoctor.report.model import Finding
 
@@ -189,7 +191,7 @@ def summarize(per_rank: dict[int, list[dict[str, Any]]], world_size: int) -> lis
 def wrong_values(rows: list[Row]) -> Finding | None:
     """The correctness verdict shared by the allreduce check and the sweep: which ranks saw wrong
     values, at how many sizes."""
-    from ddpdoctor.report.problems import get
+    from ddpdoctor.report import problems
     from ddpdoctor.report.ranks import ranks_txt
 
     ranks = sorted({r for row in rows for r in row.wrong_ranks})
@@ -198,7 +200,7 @@ def wrong_values(rows: list[Row]) -> Finding | None:
     bad = [row for row in rows if row.wrong]
     sizes = ", ".join(human_bytes(r.bytes) for r in bad[:4]) + (", ..." if len(bad) > 4 else "")
     total = sum(r.wrong for r in bad)
-    return get("allreduce-wrong").finding(
+    return problems.ALLREDUCE_WRONG.finding(
         f"{ranks_txt(ranks)} got wrong all_reduce results at {len(bad)} of {len(rows)} sizes "
         f"({total} wrong elements at {sizes})",
         ranks,
@@ -210,15 +212,6 @@ def avg_busbw(rows: list[Row], min_bytes: int = 1 << 20) -> float | None:
     """Average busbw over the sizes that measure bandwidth rather than latency (≥ 1 MiB)."""
     big = [r.busbw_gbps for r in rows if r.bytes >= min_bytes]
     return sum(big) / len(big) if big else None
-
-
-def human_bytes(n: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size and n % size == 0:
-            return f"{n // size} {unit}"
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
 
 
 def parse_size(text: str) -> int:

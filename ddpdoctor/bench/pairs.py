@@ -10,13 +10,15 @@ import statistics
 from itertools import combinations
 from typing import Any
 
-from ddpdoctor.bench import engine as bench
+from ddpdoctor import registry
+from ddpdoctor.bench import engine
 from ddpdoctor.rank import exchange as wire
+from ddpdoctor.report import problems
 from ddpdoctor.report.model import Finding, Judgement, World
-from ddpdoctor.report.problems import get
 
 ID = "pairs"
 TITLE = "pair bandwidth"
+STAGE = registry.NEEDS_GROUP
 COLLECTIVE = True
 
 
@@ -52,7 +54,7 @@ def run(ctx: Any) -> dict[str, Any]:
     for a, b in combinations(range(len(reps)), 2):  # every rank creates every group, same order
         groups[(a, b)] = dist.new_group([reps[a], reps[b]], backend=ctx.backend)
     mine = []
-    count = bench.count_for(o["max_bytes"], o["dtype"])
+    count = engine.count_for(o["max_bytes"], o["dtype"])
     for k, pairs in enumerate(schedule):
         ctx.phase(f"pairs round {k + 1}/{len(schedule)}")
         for a, b in pairs:
@@ -62,7 +64,7 @@ def run(ctx: Any) -> dict[str, Any]:
                 )
                 # best of 3 blocks: a link's capacity, not a passing hiccup on a shared host
                 t = min(
-                    bench.time_block(
+                    engine.time_block(
                         pair_ctx, count, o["dtype"], "sum", o["iters"], o["warmup"] if i == 0 else 0
                     )
                     for i in range(3)
@@ -74,7 +76,7 @@ def run(ctx: Any) -> dict[str, Any]:
                             "b": names[b],
                             "ranks": [reps[a], reps[b]],
                             "round": k,
-                            "bytes": count * bench.DTYPE_BYTES[o["dtype"]],
+                            "bytes": count * engine.DTYPE_BYTES[o["dtype"]],
                             "time_s": t,
                         }
                     )
@@ -172,7 +174,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
         worst = min(mine, key=lambda p: p["busbw_gbps"])
         ranks = sorted({r for p in mine for r in p["ranks"]})
         findings.append(
-            get("slow-node").finding(
+            problems.SLOW_NODE.finding(
                 f"{u} is slow to its peers: {sum(p['busbw_gbps'] < ratio * median for p in mine)} of "
                 f"{len(mine)} pairs below {ratio:g} x the median {median:.3f} GB/s (worst "
                 f"{worst['busbw_gbps']:.3f} GB/s with "
@@ -184,7 +186,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     for a, b in links:
         p = next(p for p in pairs if (p["a"], p["b"]) == (a, b))
         findings.append(
-            get("slow-link").finding(
+            problems.SLOW_LINK.finding(
                 f"the link {a} <-> {b} runs at {p['busbw_gbps']:.3f} GB/s, below {ratio:g} x what both "
                 f"nodes reach with other peers",
                 p["ranks"],

@@ -6,18 +6,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from ddpdoctor.bench import engine as bench
+from ddpdoctor import registry
+from ddpdoctor.bench import engine
+from ddpdoctor.report import problems
 from ddpdoctor.report.model import Judgement, Level, World
-from ddpdoctor.report.problems import get
 
 ID = "bench"
 TITLE = "all_reduce sweep"
+STAGE = registry.NEEDS_GROUP
 COLLECTIVE = True
 
 
 def sizes(min_bytes: int, max_bytes: int, factor: int, dtype: str) -> list[int]:
     """nccl-tests' -b/-e/-f: from min to max multiplying by factor, whole elements only."""
-    unit = bench.DTYPE_BYTES[dtype]
+    unit = engine.DTYPE_BYTES[dtype]
     out, n = [], max(min_bytes, unit)
     while n <= max_bytes:
         rounded = max(unit, n // unit * unit)
@@ -31,24 +33,24 @@ def run(ctx: Any) -> dict[str, Any]:
     o = ctx.options["bench"]
     rows = []
     for nbytes in sizes(o["min_bytes"], o["max_bytes"], o["factor"], o["dtype"]):
-        rows.append(bench.measure(ctx, nbytes, o["dtype"], o["op"], o["iters"], o["warmup"]))
+        rows.append(engine.measure(ctx, nbytes, o["dtype"], o["op"], o["iters"], o["warmup"]))
     return {"sizes": rows}
 
 
 def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     o = world.options.get("bench", {})
     measured = {r: d["sizes"] for r, d in per_rank.items() if d.get("sizes")}
-    rows = bench.summarize(measured, world.world_size)
-    avg = bench.avg_busbw(rows)
+    rows = engine.summarize(measured, world.world_size)
+    avg = engine.avg_busbw(rows)
     findings = []
-    wrong = bench.wrong_values(rows)
+    wrong = engine.wrong_values(rows)
     if wrong:
         findings.append(wrong)
     expect = o.get("expect_busbw")
     if expect is not None:
         if avg is None:
             findings.append(
-                get("allreduce-slow").finding(
+                problems.ALLREDUCE_SLOW.finding(
                     "--expect-busbw needs sizes of 1 MiB or more (raise --max-bytes)",
                     [],
                     level=Level.FAIL,
@@ -56,7 +58,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
             )
         elif avg < expect:
             findings.append(
-                get("allreduce-slow").finding(
+                problems.ALLREDUCE_SLOW.finding(
                     f"average busbw {avg:.3f} GB/s over sizes >= 1 MiB is below --expect-busbw {expect:g} GB/s",
                     sorted(measured),
                     level=Level.FAIL,

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from ddpdoctor import registry
-from ddpdoctor import runfiles as rundir
-from ddpdoctor.job import rank_states
-from ddpdoctor.report import schema
+from ddpdoctor.job import known_errors, rank_states
+from ddpdoctor.job.launch import LaunchOutcome
+from ddpdoctor.report import problems, schema
 from ddpdoctor.report.model import (
     ERROR,
     MISSING,
@@ -31,81 +31,56 @@ from ddpdoctor.report.model import (
     overall_status,
     status_from,
 )
-from ddpdoctor.report.problems import get
 from ddpdoctor.report.ranks import ranks_txt
-
-_PEER_LOST = re.compile(r"connection (reset|closed|refused)|broken pipe|peer|socket closed", re.I)
-
-
-# Errors whose words say more than "a check raised": (pattern, problem symbol, what it means).
-KNOWN_ERRORS = [
-    (
-        re.compile(
-            r"ifa != nullptr|unable to find address for|no such device|failed to find interface",
-            re.I,
-        ),
-        "socket-ifname-missing",
-        "the network interface named by GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME does not exist",
-    ),
-    (
-        re.compile(r"address already in use|EADDRINUSE", re.I),
-        "port-in-use",
-        "the master port is already taken",
-    ),
-    (_PEER_LOST, "peer-lost", "a peer went away mid-collective"),
-]
+from ddpdoctor.runfiles import CheckEntry, Gathered, Heartbeat, JobSpec, RankDoc, RunFolder
 
 
 @dataclass
 class RunFiles:
-    """What a run left on this node, read once: the rank files, and rank 0's gathered file
-    (present only on the node that ran rank 0) with its liveness sample."""
+    """What a run left on this node, read once: the rank files and heartbeats, and rank 0's
+    gathered file (present only on the node that ran rank 0). Files of another run are ignored."""
 
-    docs: dict[int, dict[str, Any]]
-    by_check: dict[str, dict[int, dict[str, Any]]]  # {check: {rank: entry}}, gathered + local
-    liveness: dict[int, dict[str, Any]]
-    has_gathered: bool
+    docs: dict[int, RankDoc]
+    beats: dict[int, Heartbeat]
+    gathered: Gathered | None
+    by_check: dict[str, dict[int, CheckEntry]]  # {check: {rank: entry}}, gathered + local
 
 
-def _read(run_dir: Path) -> RunFiles:
-    docs = rundir.read_rank_files(run_dir)
-    gathered = rundir.read_json(run_dir / rundir.GATHERED)
-    has_gathered = isinstance(gathered, dict)
-    gathered = gathered if has_gathered else {}
-    liveness = {int(r): v for r, v in (gathered.pop("_liveness", None) or {}).items()}
-    by_check: dict[str, dict[int, dict[str, Any]]] = {}
-    for cid, per in gathered.items():
-        for r, entry in (per or {}).items():
-            by_check.setdefault(cid, {})[int(r)] = entry
+def read(run_dir: Path, nonce: str = "") -> RunFiles:
+    folder = RunFolder(run_dir, nonce or None)
+    docs, beats, gathered = folder.read_ranks(), folder.read_beats(), folder.read_gathered()
+    by_check: dict[str, dict[int, CheckEntry]] = {}
+    for cid, per in (gathered.checks if gathered else {}).items():
+        by_check.setdefault(cid, {}).update(per)
     for r, doc in docs.items():
-        for cid, entry in (doc.get("checks") or {}).items():
+        for cid, entry in doc.checks.items():
             by_check.setdefault(cid, {}).setdefault(r, entry)
-    return RunFiles(docs, by_check, liveness, has_gathered)
+    return RunFiles(docs, beats, gathered, by_check)
 
 
-def _error_findings(errors: dict[int, dict[str, Any]], cid: str = "") -> list[Finding]:
-    """One finding per distinct error, naming every rank that hit it; known errors get their
-    diagnosis instead of a generic 'check crashed'."""
+def _error_findings(errors: dict[int, CheckEntry], creates_group: bool) -> list[Finding]:
+    """One finding per distinct error, naming every rank that hit it; errors whose text a log
+    signature knows get that diagnosis instead of a generic 'check crashed'."""
     groups: dict[tuple[str, str], list[int]] = {}
     for r, e in sorted(errors.items()):
-        groups.setdefault((_first_sentence(e.get("error") or ""), str(e.get("phase"))), []).append(
-            r
-        )
+        groups.setdefault((_first_sentence(e.error), str(e.phase)), []).append(r)
     out = []
     for (text, phase), ranks in groups.items():
-        who = f"{ranks_txt(ranks)}"
-        known = next(((sym, meaning) for rx, sym, meaning in KNOWN_ERRORS if rx.search(text)), None)
-        if known:
-            out.append(get(known[0]).finding(f"{who}: {known[1]} in {phase} ({text})", ranks))
-        else:
-            generic = "pg-init-failed" if cid == "process_group" else "check-crashed"
-            out.append(
-                get(generic).finding(
-                    f"{who}: {text} (in {phase})",
-                    ranks,
-                    traceback=errors[ranks[0]].get("traceback", ""),
-                )
+        who = ranks_txt(ranks)
+        known = known_errors.translate(errors[ranks[0]].error)
+        if known is not None and known.problem is not None:
+            msg = f"{who}: {known.meaning} in {phase} ({text}; {known.signature})"
+            out.append(known.problem.finding(msg, ranks))
+            continue
+        generic = problems.PG_INIT_FAILED if creates_group else problems.CHECK_CRASHED
+        meaning = f" — {known.meaning} ({known.signature})" if known else ""
+        out.append(
+            generic.finding(
+                f"{who}: {text} (in {phase}){meaning}",
+                ranks,
+                traceback=errors[ranks[0]].traceback,
             )
+        )
     return out
 
 
@@ -121,13 +96,12 @@ def _public(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in (data or {}).items() if not k.startswith("_")}
 
 
-def _judge_check(cid: str, entries: dict[int, dict[str, Any]], world: World) -> CheckResult:
+def _judge_check(cid: str, entries: dict[int, CheckEntry], world: World) -> CheckResult:
     mod = registry.load(cid)
-    title = getattr(mod, "TITLE", cid)
-    if entries and all(e.get("status") == SKIP for e in entries.values()):
-        reason = next(iter(entries.values())).get("reason", "")
-        return CheckResult(cid, title, SKIP, f"skipped: {reason}")
-    ok = {r: e.get("data") or {} for r, e in entries.items() if e.get("status") == "ok"}
+    if entries and all(e.status == SKIP for e in entries.values()):
+        reason = next(iter(entries.values())).reason
+        return CheckResult(cid, mod.TITLE, SKIP, f"skipped: {reason}")
+    ok = {r: e.data for r, e in entries.items() if e.ok}
     findings: list[Finding] = []
     summary = "not judged"
     metrics: dict[str, Any] = {}
@@ -137,17 +111,19 @@ def _judge_check(cid: str, entries: dict[int, dict[str, Any]], world: World) -> 
             findings, summary, metrics = list(j.findings), j.summary, j.metrics
         except Exception as exc:  # noqa: BLE001 - a crashing judge is a result too
             findings.append(
-                get("check-crashed").finding(
+                problems.CHECK_CRASHED.finding(
                     f"judging {cid} failed: {type(exc).__name__}: {exc}", []
                 )
             )
-    timeouts = sorted(r for r, e in entries.items() if e.get("status") == TIMEOUT)
-    errors = sorted(r for r, e in entries.items() if e.get("status") == ERROR)
-    findings += _error_findings({r: entries[r] for r in errors}, cid)
+    timeouts = sorted(r for r, e in entries.items() if e.status == TIMEOUT)
+    errors = sorted(r for r, e in entries.items() if e.status == ERROR)
+    findings += _error_findings(
+        {r: entries[r] for r in errors}, mod.STAGE == registry.CREATES_GROUP
+    )
     if timeouts:
-        phases = sorted({str(entries[r].get("phase")) for r in timeouts})
+        phases = sorted({str(entries[r].phase) for r in timeouts})
         findings.append(
-            get("collective-timeout").finding(
+            problems.COLLECTIVE_TIMEOUT.finding(
                 f"{ranks_txt(timeouts)} timed out in {', '.join(phases)}", timeouts
             )
         )
@@ -158,17 +134,14 @@ def _judge_check(cid: str, entries: dict[int, dict[str, Any]], world: World) -> 
     status = TIMEOUT if timeouts else ERROR if errors and not ok else status_from(findings)
     if errors and ok and status not in (TIMEOUT,):
         status = ERROR
-    durations = [e.get("duration_s") or 0.0 for e in entries.values()]
+    durations = [e.duration_s or 0.0 for e in entries.values()]
     return CheckResult(
         cid,
-        title,
+        mod.TITLE,
         status,
         summary,
         findings,
-        ranks={
-            r: _public(e.get("data") or {}) | {"status": e.get("status")}
-            for r, e in entries.items()
-        },
+        ranks={r: _public(e.data) | {"status": e.status} for r, e in entries.items()},
         duration_s=max(durations) if durations else None,
         metrics=metrics,
     )
@@ -176,44 +149,38 @@ def _judge_check(cid: str, entries: dict[int, dict[str, Any]], world: World) -> 
 
 def assemble(
     run_dir: Path,
-    spec: dict[str, Any],
-    outcome: Any = None,
+    spec: JobSpec,
+    outcome: LaunchOutcome | None = None,
     launch_problems: list[Finding] | None = None,
 ) -> Report:
     """Build the report from whatever the run left behind. `launch_problems` are faults found
-    before or by the launcher itself (a busy port, torchrun dying): they go in the first row."""
-    files = _read(run_dir)
-    docs, by_check = files.docs, files.by_check
-    beats = rundir.read_beats(run_dir)
-    world_size = int(spec.get("world_size") or 0)
-    order = list(spec["checks"])
+    before or by the launcher itself (a busy port, torchrun dying): they go in the row of the
+    check that creates the process group."""
+    files = read(run_dir, spec.nonce)
+    docs, beats, by_check = files.docs, files.beats, files.by_check
+    world_size = spec.world_size
+    order = list(spec.checks)
     local = set(docs) | set(beats)
     # On a node without rank 0 (multi-node), we only know our own ranks: say so, judge those.
-    node_view = (
-        int(spec.get("nnodes") or 1) > 1
-        and 0 not in local
-        and not files.has_gathered
-        and bool(local)
-    )
+    node_view = spec.nnodes > 1 and 0 not in local and files.gathered is None and bool(local)
     states = rank_states.assess(
         world_size,
         docs,
         beats,
         outcome,
-        rank_states.remote_view(by_check, order),
+        rank_states.remote_view(files.gathered, order),
         order[-1] if order else None,
-        files.liveness,
+        files.gathered.liveness if files.gathered else None,
     )
     if node_view:
         states = [s for s in states if s.rank in local]
     world_size = world_size or len(states) or 1
-    hosts = {s.rank: s.host for s in states if s.host}
     world = World(
         world_size=world_size,
-        backend=spec.get("backend", "gloo"),
-        nnodes=int(spec.get("nnodes") or 1),
-        hosts=hosts,
-        options=spec.get("options") or {},
+        backend=spec.backend,
+        nnodes=spec.nnodes,
+        hosts={s.rank: s.host for s in states if s.host},
+        options=spec.options,
     )
     root = rank_states.root_cause(states)
     failed = {s.rank: s for s in states if s.state != OK}
@@ -224,7 +191,7 @@ def assemble(
         failed, root = {}, None
 
     checks: list[CheckResult] = []
-    for cid in spec["checks"]:
+    for cid in order:
         entries = by_check.get(cid, {})
         if not entries:
             why = (
@@ -232,7 +199,7 @@ def assemble(
                 if root
                 else "not run"
             )
-            result = CheckResult(cid, getattr(registry.load(cid), "TITLE", cid), SKIP, why)
+            result = CheckResult(cid, registry.title(cid), SKIP, why)
         else:
             result = _judge_check(cid, entries, world)
             expected = sorted(local) if node_view else range(world_size)
@@ -241,51 +208,54 @@ def assemble(
                 result.summary += f" ({ranks_txt(missing)} did not report)"
         checks.append(result)
 
-    _place_rank_findings(checks, failed, by_check)
+    group_row = registry.group_check()
+    _place_rank_findings(checks, failed, by_check, group_row)
     _place_exchange_errors(checks, docs)
     if launch_problems and checks:
-        first = next((c for c in checks if c.id == "process_group"), checks[0])
+        first = next((c for c in checks if c.id == group_row), checks[0])
         first.findings[:0] = launch_problems
         first.status = "fail"
         first.summary = launch_problems[0].message
-    status = overall_status([c.status for c in checks])
-    started = getattr(outcome, "started_at", None)
-    duration = getattr(outcome, "duration_s", None)
-    if duration is None:
-        starts = [d.get("started_at") for d in docs.values() if d.get("started_at")]
+    if outcome is not None:
+        duration = outcome.duration_s
+    else:
+        starts = [d.started_at for d in docs.values() if d.started_at]
         duration = time.time() - min(starts) if starts else 0.0
     return Report(
-        status=status,
+        status=overall_status([c.status for c in checks]),
         world_size=world_size,
         nnodes=world.nnodes,
         backend=world.backend,
-        backend_reason=spec.get("backend_reason", ""),
+        backend_reason=spec.backend_reason,
         duration_s=round(duration, 3),
         checks=checks,
         ranks=states,
-        root_cause=_root_json(root, launch_problems),
-        launch={
-            k: v
-            for k, v in {
-                "command": spec.get("command"),
-                "run_dir": str(run_dir),
-                "started_at": started,
-                "verdict": getattr(outcome, "verdict", None),
-                "returncode": getattr(outcome, "returncode", None),
-                "master_port": spec.get("master_port"),
-                "master_addr": spec.get("master_addr"),
-                "node_rank": spec.get("node_rank"),
-                "view": "node" if node_view else "job",
-                "launcher_tail": getattr(outcome, "launcher_tail", None),
-            }.items()
-            if v is not None
-        },
-        hosts=_hosts(states, by_check.get("env", {})),
+        root_cause=_root_json(root, launch_problems, group_row),
+        launch=_launch_json(run_dir, spec, outcome, node_view),
+        hosts=_hosts(states, by_check),
     )
 
 
+def _launch_json(
+    run_dir: Path, spec: JobSpec, outcome: LaunchOutcome | None, node_view: bool
+) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "command": spec.command or None,
+        "run_dir": str(run_dir),
+        "started_at": outcome.started_at if outcome else None,
+        "verdict": outcome.verdict if outcome else None,
+        "returncode": outcome.returncode if outcome else None,
+        "master_port": spec.master_port,
+        "master_addr": spec.master_addr,
+        "node_rank": spec.node_rank,
+        "view": "node" if node_view else "job",
+        "launcher_tail": outcome.launcher_tail if outcome else None,
+    }
+    return {k: v for k, v in fields.items() if v is not None}
+
+
 def _root_json(
-    root: RankState | None, launch_problems: list[Finding] | None
+    root: RankState | None, launch_problems: list[Finding] | None, group_row: str
 ) -> dict[str, Any] | None:
     if root is not None:
         return {
@@ -300,7 +270,7 @@ def _root_json(
         return {
             "rank": None,
             "state": None,
-            "check": "process_group",
+            "check": group_row,
             "host": None,
             "code": first.code,
             "message": first.message,
@@ -317,20 +287,20 @@ def _short(st: RankState | None) -> str:
 def _place_rank_findings(
     checks: list[CheckResult],
     failed: dict[int, RankState],
-    by_check: dict[str, dict[int, dict[str, Any]]],
+    by_check: dict[str, dict[int, CheckEntry]],
+    group_row: str,
 ) -> None:
-    """Each failed rank becomes a finding in the row of the check it was in when it failed."""
+    """Each failed rank becomes a finding in the row of the check it was in when it failed; a
+    rank that never started, in the row of the check that creates the group."""
     if not failed or not checks:
         return
     index = {c.id: c for c in checks}
     for rank, st in sorted(failed.items()):
-        target = index.get(st.last_check or "") or index.get("process_group") or checks[0]
+        target = index.get(st.last_check or "") or index.get(group_row) or checks[0]
         if st.state == MISSING:
-            target = index.get("process_group") or checks[0]
+            target = index.get(group_row) or checks[0]
         entries = by_check.get(target.id, {})
-        waited = sorted(
-            r for r, e in entries.items() if r != rank and e.get("status") in (TIMEOUT, ERROR)
-        )
+        waited = sorted(r for r, e in entries.items() if r != rank and e.failed)
         finding = rank_states.rank_finding(st, waited)
         target.findings.insert(0, finding)
         if target.status in ("pass", "warn", SKIP):
@@ -339,22 +309,22 @@ def _place_rank_findings(
                 target.summary = f"rank {rank} {st.state} here"
 
 
-def _place_exchange_errors(checks: list[CheckResult], docs: dict[int, dict[str, Any]]) -> None:
+def _place_exchange_errors(checks: list[CheckResult], docs: dict[int, RankDoc]) -> None:
     """A failed exchange skips every later collective check: never let that pass silently."""
     index = {c.id: c for c in checks}
     by_error: dict[tuple[str, str], list[int]] = {}
     for r, doc in sorted(docs.items()):
-        err = doc.get("exchange_error")
-        if err:
-            by_error.setdefault((err.get("check", ""), err.get("error", "")), []).append(r)
+        if doc.exchange_error:
+            key = (doc.exchange_error.check, doc.exchange_error.error)
+            by_error.setdefault(key, []).append(r)
     for (cid, error), ranks in by_error.items():
         target = index.get(cid) or next(iter(index.values()), None)
         if target is None:
             continue
         target.findings.append(
-            get("check-crashed").finding(
-                f"{ranks_txt(ranks)} could not exchange results after {cid} ({error}); later collective checks "
-                "were skipped",
+            problems.CHECK_CRASHED.finding(
+                f"{ranks_txt(ranks)} could not exchange results after {cid} ({error}); later "
+                "collective checks were skipped",
                 ranks,
             )
         )
@@ -362,18 +332,32 @@ def _place_exchange_errors(checks: list[CheckResult], docs: dict[int, dict[str, 
             target.status = ERROR
 
 
-def _hosts(states: list[RankState], env: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
-    """The per-host section: ranks, devices, versions and the interface traffic will use."""
+def _hosts(
+    states: list[RankState], by_check: dict[str, dict[int, CheckEntry]]
+) -> list[dict[str, Any]]:
+    """The per-host section: ranks and devices, plus what checks contribute through
+    `host_facts` (versions and the traffic interface, from env), from the host's first rank."""
+    contributors = []
+    for cid, per in by_check.items():
+        try:
+            facts = getattr(registry.load(cid), "host_facts", None)
+        except Exception:  # noqa: BLE001 - an unknown check id in a folder contributes nothing
+            facts = None
+        if facts is not None:
+            contributors.append((facts, per))
     out: dict[str, dict[str, Any]] = {}
+    contributed: set[tuple[str, int]] = set()
     for s in states:
-        h = out.setdefault(s.host or "?", {"host": s.host or "?", "ranks": [], "devices": []})
+        host = s.host or "?"
+        h = out.setdefault(host, {"host": host, "ranks": [], "devices": []})
         h["ranks"].append(s.rank)
         if s.device and s.device not in h["devices"]:
             h["devices"].append(s.device)
-        data = (env.get(s.rank) or {}).get("data") or {}
-        if data and "versions" not in h:
-            h["versions"] = data.get("versions", {})
-            h["net"] = data.get("net", {})
+        for i, (facts, per) in enumerate(contributors):
+            entry = per.get(s.rank)
+            if entry is not None and entry.ok and (host, i) not in contributed:
+                h.update(facts(entry.data))
+                contributed.add((host, i))
     return list(out.values())
 
 

@@ -21,7 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ddpdoctor import runfiles as rundir
+from ddpdoctor.runfiles import Heartbeat, RunFolder
+
+# The live display's callback: this node's heartbeats and the seconds since the launch.
+Tick = Callable[[dict[int, Heartbeat], float], None]
 
 POLL_S = 0.1
 FINISHED_GRACE_S = 0.5  # after every rank reported finished, how long torchrun may take to exit
@@ -42,6 +45,7 @@ class LaunchSpec:
     rdzv_endpoint: str | None = None
     rdzv_id: str | None = None
     rdzv_backend: str | None = None
+    nonce: str = ""  # this run's files carry it; files of another run in the folder are ignored
     module: str = "ddpdoctor.worker"
     worker_args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
@@ -80,6 +84,7 @@ class LaunchOutcome:
     stopped_ranks: list[int] = field(default_factory=list)
     exitcodes: dict[int, int] = field(default_factory=dict)
     pids: dict[int, int] = field(default_factory=dict)
+    dead_at: dict[int, float] = field(default_factory=dict)  # when a rank was first seen gone
     launcher_tail: str = ""
     reason: str = ""
 
@@ -156,7 +161,7 @@ class _Workers:
         self.launcher_pid = launcher_pid
         self.rank_of: dict[int, int] = {}
 
-    def scan(self, beats: dict[int, dict[str, Any]]) -> dict[int, Any]:
+    def scan(self, beats: dict[int, Heartbeat]) -> dict[int, Any]:
         import psutil
 
         found: dict[int, Any] = {}
@@ -175,20 +180,20 @@ class _Workers:
             if proc.pid in self.rank_of:
                 found[self.rank_of[proc.pid]] = proc
         for rank, beat in beats.items():
-            pid = beat.get("pid")
+            pid = beat.pid
             if rank not in found and pid:
                 with contextlib.suppress(psutil.Error):
                     found[rank] = psutil.Process(pid)
                     self.rank_of[pid] = rank
         return found
 
-    def dead(self, procs: dict[int, Any], beats: dict[int, dict[str, Any]]) -> list[int]:
+    def dead(self, procs: dict[int, Any], beats: dict[int, Heartbeat]) -> list[int]:
         """Ranks whose process has ended (or is a zombie) without saying it finished."""
         import psutil
 
         out = []
         for rank, beat in beats.items():
-            if beat.get("finished"):
+            if beat.finished:
                 continue
             proc = procs.get(rank)
             try:
@@ -228,6 +233,11 @@ def _kill_all(proc: subprocess.Popen, procs: dict[int, Any]) -> None:
     psutil.wait_procs([p for p in victims if p.is_running()], timeout=5)
 
 
+def _finished(beats: dict[int, Heartbeat], rank: int) -> bool:
+    beat = beats.get(rank)
+    return beat is not None and beat.finished
+
+
 def _tail(path: Path, limit: int = 4000) -> str:
     try:
         data = path.read_bytes()
@@ -236,14 +246,13 @@ def _tail(path: Path, limit: int = 4000) -> str:
     return data[-limit:].decode("utf-8", errors="replace")
 
 
-def run(
-    spec: LaunchSpec, on_tick: Callable[[dict[int, dict[str, Any]], float], None] | None = None
-) -> LaunchOutcome:
+def run(spec: LaunchSpec, on_tick: Tick | None = None) -> LaunchOutcome:
     """Start torchrun, watch the heartbeats, end it at the verdict. Never leaves a process behind."""
     cmd = torchrun_command(spec)
     env = {**os.environ, **spec.env}
     started = time.time()
-    log_path = spec.run_dir / rundir.LAUNCHER_LOG
+    folder = RunFolder(spec.run_dir, spec.nonce)
+    log_path = folder.launcher_log
     with open(log_path, "wb") as log:
         try:
             proc = subprocess.Popen(
@@ -266,28 +275,26 @@ def run(
         while proc.poll() is None:
             time.sleep(POLL_S)
             now = time.time()
-            beats = rundir.read_beats(spec.run_dir)
+            beats = folder.read_beats()
             procs = workers.scan(beats)
             for r in workers.dead(procs, beats):
                 dead_at.setdefault(r, now)
             if on_tick:
                 on_tick(beats, now - started)
             local = expected if expected is not None else set(procs) | set(beats)
-            unfinished = {
-                r for r in local if not beats.get(r, {}).get("finished") and r not in dead_at
-            }
-            finished = [r for r in local if beats.get(r, {}).get("finished")]
+            unfinished = {r for r in local if not _finished(beats, r) and r not in dead_at}
+            finished = [r for r in local if _finished(beats, r)]
             if not unfinished and len(finished) >= spec.nproc:
                 # every rank is done and has said so: torchrun's own teardown adds nothing
                 done_at = done_at or now
                 if now - done_at > FINISHED_GRACE_S:
                     break
                 continue
-            finished_any = any(b.get("finished") for b in beats.values())
+            finished_any = any(b.finished for b in beats.values())
 
-            def idle(r: int, beats: dict[int, dict[str, Any]] = beats, now: float = now) -> float:
+            def idle(r: int, beats: dict[int, Heartbeat] = beats, now: float = now) -> float:
                 b = beats.get(r)
-                return now - (b["t_phase"] if b else started)
+                return now - (b.t_phase if b else started)
 
             stuck = [
                 r
@@ -316,18 +323,18 @@ def run(
                 break
     except KeyboardInterrupt:
         verdict, reason = "interrupted", "interrupted by the user"
-        beats = rundir.read_beats(spec.run_dir)
-        hung = sorted(r for r in (expected or set(beats)) if not beats.get(r, {}).get("finished"))
+        beats = folder.read_beats()
+        hung = sorted(r for r in (expected or set(beats)) if not _finished(beats, r))
     finally:
         if proc.poll() is None:
-            beats = rundir.read_beats(spec.run_dir)
+            beats = folder.read_beats()
             procs = workers.scan(beats)
             stopped = _Workers.stopped(procs)
             killed = sorted(r for r, p in procs.items() if p.is_running())
             killed_at = time.time()
             _kill_all(proc, procs)
         else:
-            _kill_all(proc, workers.scan(rundir.read_beats(spec.run_dir)))
+            _kill_all(proc, workers.scan(folder.read_beats()))
     tail = _tail(log_path)
     return LaunchOutcome(
         returncode=proc.returncode,
@@ -341,6 +348,7 @@ def run(
         killed_ranks=killed,
         exitcodes=parse_exitcodes(_tail(log_path, 200_000)),
         pids={r: p.pid for r, p in procs.items()},
+        dead_at=dead_at,
         launcher_tail=tail,
         reason=reason,
     )

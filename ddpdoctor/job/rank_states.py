@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import signal
 import time
-from typing import Any
+from dataclasses import dataclass
 
+from ddpdoctor.job.launch import LaunchOutcome
+from ddpdoctor.report import problems
 from ddpdoctor.report.model import CRASHED, HUNG, MISSING, OK, Finding, Level, RankState
-from ddpdoctor.report.problems import get
 from ddpdoctor.report.ranks import ranks_txt
+from ddpdoctor.runfiles import Gathered, Heartbeat, Pulse, RankDoc
 
 
 def signal_name(exitcode: int | None) -> str | None:
@@ -26,93 +28,100 @@ def signal_name(exitcode: int | None) -> str | None:
         return None
 
 
-def remote_view(
-    by_check: dict[str, dict[int, dict[str, Any]]], order: list[str]
-) -> dict[int, dict[str, Any]]:
-    """What rank 0's exchanges tell about each rank: its host/pid (from env) and the last check
-    it reported. This is all we know of ranks on other nodes, or under the user's launcher."""
-    view: dict[int, dict[str, Any]] = {}
+@dataclass
+class Seen:
+    """What rank 0's exchanges tell about a rank: all we know of ranks on other nodes, or under
+    the user's launcher."""
+
+    host: str | None = None
+    pid: int | None = None
+    device: str | None = None
+    last_check: str | None = None
+
+
+def remote_view(gathered: Gathered | None, order: list[str]) -> dict[int, Seen]:
+    """Each rank's identity and the last check (in run order) that it reported through rank 0."""
+    if gathered is None:
+        return {}
+    view: dict[int, Seen] = {}
     for cid in order:
-        for r, entry in by_check.get(cid, {}).items():
-            v = view.setdefault(r, {})
-            v["last_check"] = cid
-            data = entry.get("data") or {}
-            if cid == "env":
-                v["host"], v["pid"] = data.get("host"), data.get("pid")
-            if cid == "process_group":
-                v["device"] = data.get("device")
+        for r in gathered.checks.get(cid, {}):
+            view.setdefault(r, Seen()).last_check = cid
+    for r, who in gathered.ranks.items():
+        seen = view.setdefault(r, Seen())
+        seen.host, seen.pid, seen.device = who.host or None, who.pid or None, who.device
     return view
 
 
 def assess(
     world_size: int,
-    docs: dict[int, dict[str, Any]],
-    beats: dict[int, dict[str, Any]],
-    outcome: Any,
-    remote: dict[int, dict[str, Any]] | None = None,
+    docs: dict[int, RankDoc],
+    beats: dict[int, Heartbeat],
+    outcome: LaunchOutcome | None,
+    remote: dict[int, Seen] | None = None,
     last_check: str | None = None,
-    pulses: dict[int, dict[str, Any]] | None = None,
+    pulses: dict[int, Pulse] | None = None,
 ) -> list[RankState]:
     states = []
-    hung = set(getattr(outcome, "hung_ranks", ()) or ())
-    killed = set(getattr(outcome, "killed_ranks", ()) or ())
-    dead_at: dict[int, float] = dict(getattr(outcome, "dead_at", {}) or {})
-    stopped = set(getattr(outcome, "stopped_ranks", ()) or ())
-    exitcodes: dict[int, int] = dict(getattr(outcome, "exitcodes", {}) or {})
-    pids: dict[int, int] = dict(getattr(outcome, "pids", {}) or {})
-    killed_at = getattr(outcome, "killed_at", None) or time.time()
+    o = outcome
+    hung = set(o.hung_ranks) if o else set()
+    killed = set(o.killed_ranks) if o else set()
+    stopped = set(o.stopped_ranks) if o else set()
+    dead_at, exitcodes, pids = (o.dead_at, o.exitcodes, o.pids) if o else ({}, {}, {})
+    killed_at = (o.killed_at if o else None) or time.time()
     remote, pulses = remote or {}, pulses or {}
     known = set(range(world_size)) if world_size else set(docs) | set(beats) | set(remote)
     for rank in sorted(known):
-        doc, beat = docs.get(rank, {}), beats.get(rank, {})
-        if not doc and not beat and rank in remote:
+        doc, beat = docs.get(rank), beats.get(rank)
+        if doc is None and beat is None and rank in remote:
             states.append(remote_state(rank, remote[rank], last_check, pulses.get(rank)))
             continue
         st = RankState(
             rank=rank,
-            local_rank=doc.get("local_rank"),
-            host=doc.get("host") or beat.get("host"),
-            pid=doc.get("pid") or beat.get("pid") or pids.get(rank),
-            device=doc.get("device"),
-            last_check=beat.get("check") or doc.get("last_check"),
-            phase=beat.get("phase"),
+            local_rank=doc.local_rank if doc else None,
+            host=(doc.host if doc else "") or (beat.host if beat else "") or None,
+            pid=(doc.pid if doc else 0) or (beat.pid if beat else 0) or pids.get(rank),
+            device=doc.device if doc else None,
+            last_check=(beat.check if beat else None) or (doc.last_check if doc else None),
+            phase=beat.phase if beat else None,
             exitcode=exitcodes.get(rank),
         )
         st.signal = signal_name(st.exitcode)
-        if doc.get("finished") or beat.get("finished"):
+        if (doc and doc.finished) or (beat and beat.finished):
             st.state = OK
-        elif doc.get("terminated"):
-            term = doc["terminated"]
-            st.state, st.signal = CRASHED, term.get("signal")
-            st.failed_at = term.get("t")
-            st.detail = (
-                f"terminated by the launcher while in {term.get('check')} ({term.get('phase')})"
-            )
+        elif doc and doc.terminated:
+            term = doc.terminated
+            st.state, st.signal = CRASHED, term.signal
+            st.failed_at = term.t
+            st.detail = f"terminated by the launcher while in {term.check} ({term.phase})"
         elif rank in hung and beat:
             st.state = HUNG
             # a stopped process stops its alive ticks too: that is when it stopped responding
-            last = beat.get("t_alive") if rank in stopped else beat.get("t_phase")
+            last = beat.t_alive if rank in stopped else beat.t_phase
             st.failed_at = last or killed_at
             how = "; the process was stopped (SIGSTOP or a debugger)" if rank in stopped else ""
             st.detail = (
-                f"stopped responding in {beat.get('check')} ({beat.get('phase')}) "
+                f"stopped responding in {beat.check} ({beat.phase}) "
                 f"{killed_at - st.failed_at:.1f} s before the verdict{how}"
             )
         elif rank in killed and beat:
             st.state = OK
             st.detail = (
-                f"alive, waiting in {beat.get('check')} ({beat.get('phase')}) when ddpdoctor "
-                f"ended the run"
+                f"alive, waiting in {beat.check} ({beat.phase}) when ddpdoctor ended the run"
             )
-        elif not beat and not doc:
+        elif beat is None and doc is None:
             st.state = MISSING
-            st.failed_at = getattr(outcome, "started_at", None)
+            st.failed_at = o.started_at if o else None
             st.detail = "never reached init_process_group (no heartbeat at all)"
             if rank in stopped:
                 st.detail += "; the process was stopped (SIGSTOP or a debugger)"
         else:
             st.state = CRASHED
-            st.failed_at = dead_at.get(rank) or beat.get("t_alive") or doc.get("started_at")
+            st.failed_at = (
+                dead_at.get(rank)
+                or (beat.t_alive if beat else None)
+                or (doc.started_at if doc else None)
+            )
             why = f"exit code {st.exitcode}" if st.exitcode is not None else "the process ended"
             if st.signal:
                 why = f"killed by {st.signal}"
@@ -121,38 +130,26 @@ def assess(
     return states
 
 
-def remote_state(
-    rank: int, seen: dict[str, Any], last_check: str | None, pulse: dict[str, Any] | None
-) -> RankState:
+def remote_state(rank: int, seen: Seen, last_check: str | None, pulse: Pulse | None) -> RankState:
     """A rank known only through rank 0: its exchanges, and (after a failure) its pulse in the store."""
     st = RankState(
-        rank=rank,
-        host=seen.get("host"),
-        pid=seen.get("pid"),
-        device=seen.get("device"),
-        last_check=seen.get("last_check"),
+        rank=rank, host=seen.host, pid=seen.pid, device=seen.device, last_check=seen.last_check
     )
-    if seen.get("last_check") == last_check:
+    if seen.last_check == last_check:
         st.state, st.detail = OK, "reported every check through rank 0"
         return st
     where = f"(see the output on {st.host or 'its node'})"
     if pulse is None:
-        st.state, st.detail = CRASHED, f"stopped reporting after {seen.get('last_check')} {where}"
-    elif pulse.get("alive") or pulse.get("phase") == "finished":
+        st.state, st.detail = CRASHED, f"stopped reporting after {seen.last_check} {where}"
+    elif pulse.alive or pulse.phase == "finished":
         st.state = OK
-        now = (
-            "finished"
-            if pulse.get("phase") == "finished"
-            else f"alive, last in {pulse.get('phase')}"
-        )
-        st.detail = (
-            f"{now}; its results after {seen.get('last_check')} did not reach rank 0 {where}"
-        )
+        now = "finished" if pulse.phase == "finished" else f"alive, last in {pulse.phase}"
+        st.detail = f"{now}; its results after {seen.last_check} did not reach rank 0 {where}"
     else:
-        st.state, st.phase = HUNG, pulse.get("phase")
-        last = pulse.get("phase") or "an unknown phase"
+        st.state, st.phase = HUNG, pulse.phase
+        last = pulse.phase or "an unknown phase"
         st.detail = (
-            f"stopped reporting after {seen.get('last_check')} and its pulse in the rendezvous store "
+            f"stopped reporting after {seen.last_check} and its pulse in the rendezvous store "
             f"stopped: cut off or stuck, last in {last} {where}"
         )
     return st
@@ -179,14 +176,14 @@ def rank_finding(st: RankState, waited: list[int]) -> Finding:
         msg = f"rank {st.rank} ({where}) {st.detail}"
         if waited:
             msg += f"; {ranks_txt(waited)} waited for it"
-        return get("rank-hung").finding(msg, [st.rank], host=st.host, phase=st.phase)
+        return problems.RANK_HUNG.finding(msg, [st.rank], host=st.host, phase=st.phase)
     if st.state == MISSING:
         msg = f"rank {st.rank} {st.detail}"
         if waited:
             msg += f"; {ranks_txt(waited)} waited for it"
-        return get("rank-missing").finding(msg, [st.rank], host=st.host)
+        return problems.RANK_MISSING.finding(msg, [st.rank], host=st.host)
     level = Level.WARN if st.signal == "SIGTERM" else Level.FAIL
-    return get("rank-crashed").finding(
+    return problems.RANK_CRASHED.finding(
         f"rank {st.rank} ({where}) crashed: {st.detail}",
         [st.rank],
         level=level,

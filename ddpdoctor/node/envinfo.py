@@ -124,10 +124,10 @@ def launcher(env: Mapping[str, str] | None = None) -> dict[str, Any]:
 # --- network ----------------------------------------------------------------------------------
 
 
-def _matches(name: str, spec: str) -> bool:
-    """NCCL_SOCKET_IFNAME semantics for one list (without the leading ^): prefixes, or exact
-    names with '='."""
-    exact = spec.startswith("=")
+def ifname_matches(name: str, spec: str, exact: bool = False) -> bool:
+    """Whether interface `name` is picked by a *_SOCKET_IFNAME list (without its '^'). NCCL reads
+    each entry as a prefix unless the list starts with '='; gloo takes exact names."""
+    exact = exact or spec.startswith("=")
     items = [i for i in spec.lstrip("=").split(",") if i]
     return any(name == i if exact else name.startswith(i) for i in items)
 
@@ -141,9 +141,9 @@ def nccl_interface_choice(names: list[str], spec: str | None) -> tuple[list[str]
     """
     if spec:
         if spec.startswith("^"):
-            chosen = [n for n in names if not _matches(n, spec[1:])]
+            chosen = [n for n in names if not ifname_matches(n, spec[1:])]
         else:
-            chosen = [n for n in names if _matches(n, spec)]
+            chosen = [n for n in names if ifname_matches(n, spec)]
         return chosen, f"NCCL_SOCKET_IFNAME={spec}"
     for rule, pick in (
         ("prefers ib* (InfiniBand IPoIB)", lambda n: n.startswith("ib")),

@@ -8,7 +8,11 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the rank side imports torch only once a check runs
+    import torch
+    from torch.distributed import ProcessGroup, Work
 
 
 class CollectiveTimeout(Exception):
@@ -49,16 +53,15 @@ class RankContext:
     timeout: float = 30.0
     options: dict[str, Any] = field(default_factory=dict)
     faults: dict[str, set[int]] = field(default_factory=dict)
-    device: Any = None  # torch.device once process_group has run
-    group: Any = None  # the default (data) group
-    control: Any = None  # a separate gloo group for gathering results and agreeing on skips
+    device: torch.device | None = None  # set by the check that creates the group
+    group: ProcessGroup | None = None  # the default (data) group
+    control: ProcessGroup | None = None  # a separate gloo group for results and skip decisions
     phase: Callable[[str], None] = lambda _p: None
-    facts: dict[str, Any] = field(default_factory=dict)  # what earlier checks learned
 
     def fault(self, name: str) -> bool:
         return self.rank in self.faults.get(name, set())
 
-    def wait(self, work: Any, what: str) -> None:
+    def wait(self, work: Work, what: str) -> None:
         """Wait for an async collective with our own deadline (NCCL's watchdog would otherwise
         tear the process down); gloo enforces the group timeout itself."""
         if self.backend != "nccl":

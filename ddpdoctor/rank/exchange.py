@@ -5,7 +5,11 @@ and the doctor must not depend on more than torch itself."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
+
+# (this rank's document, world size, group) -> every rank's document in rank order
+Gather = Callable[[Any, int, Any], list[Any]]
 
 
 def all_gather_json(obj: Any, world_size: int, group: Any) -> list[Any]:

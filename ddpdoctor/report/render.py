@@ -12,8 +12,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ddpdoctor.bench.engine import human_bytes
 from ddpdoctor.report.model import Report
+from ddpdoctor.report.units import human_bytes
+from ddpdoctor.runfiles import Heartbeat
 
 
 def catalog(doc: dict[str, Any], ascii_only: bool = False, console: Console | None = None) -> None:
@@ -355,17 +356,16 @@ class progress:
             self.live.__enter__()
         return self.tick
 
-    def tick(self, beats: dict[int, dict[str, Any]], elapsed: float) -> None:
+    def tick(self, beats: dict[int, Heartbeat], elapsed: float) -> None:
         if not self.live:
             return
         lines = [
-            f"[bold]ddpdoctor check[/] · {elapsed:4.1f} s · {len(beats)}/{self.world_size} ranks reporting"
+            f"[bold]{escape(self.title)}[/] · {elapsed:4.1f} s · {len(beats)}/{self.world_size} "
+            "ranks reporting"
         ]
         for r in sorted(beats)[:16]:
             b = beats[r]
-            state = (
-                "done" if b.get("finished") else f"{b.get('check') or 'starting'}: {b.get('phase')}"
-            )
+            state = "done" if b.finished else f"{b.check or 'starting'}: {b.phase}"
             lines.append(f"  rank {r:>3}  {escape(str(state))}")
         self.live.update(Text.from_markup("\n".join(lines)), refresh=True)
 

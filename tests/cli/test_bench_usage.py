@@ -7,8 +7,7 @@ import sys
 
 import pytest
 
-from ddpdoctor.bench import engine as bench
-from ddpdoctor.bench import sweep as bench_job
+from ddpdoctor.bench import engine, sweep
 
 BAD = [
     (
@@ -42,7 +41,7 @@ def test_bad_values(args: list[str], message: str) -> None:
 
 
 def test_sizes_and_units() -> None:
-    assert [bench.parse_size(s) for s in ("8", "1K", "4M", "1G", "2kb", "3MiB")] == [
+    assert [engine.parse_size(s) for s in ("8", "1K", "4M", "1G", "2kb", "3MiB")] == [
         8,
         1024,
         4 << 20,
@@ -50,13 +49,13 @@ def test_sizes_and_units() -> None:
         2048,
         3 << 20,
     ]
-    assert bench_job.sizes(8, 64, 2, "float32") == [8, 16, 32, 64]
-    assert bench_job.sizes(1, 8, 2, "float64") == [8]  # whole elements only
-    assert bench_job.sizes(1 << 20, 4 << 20, 4, "float16") == [1 << 20, 4 << 20]
+    assert sweep.sizes(8, 64, 2, "float32") == [8, 16, 32, 64]
+    assert sweep.sizes(1, 8, 2, "float64") == [8]  # whole elements only
+    assert sweep.sizes(1 << 20, 4 << 20, 4, "float16") == [1 << 20, 4 << 20]
 
 
 def test_bus_bandwidth_math() -> None:
-    rows = bench.summarize(
+    rows = engine.summarize(
         {
             0: [{"bytes": 1 << 20, "count": 1 << 18, "time_s": 0.001, "wrong": 0}],
             1: [{"bytes": 1 << 20, "count": 1 << 18, "time_s": 0.002, "wrong": 3}],
@@ -69,8 +68,10 @@ def test_bus_bandwidth_math() -> None:
         row.algbw_gbps == (1 << 20) / 0.002 / 1e9 and row.busbw_gbps == row.algbw_gbps
     )  # 2(n-1)/n = 1
     assert row.wrong_ranks == [1]
-    assert bench.bus_factor(8) == 1.75
-    assert bench.expected_values(3, "sum") == [6, 9, 8, 7] and bench.expected_values(2, "max") == [
+    assert engine.bus_factor(8) == 1.75
+    assert engine.expected_values(3, "sum") == [6, 9, 8, 7] and engine.expected_values(
+        2, "max"
+    ) == [
         2,
         3,
         4,

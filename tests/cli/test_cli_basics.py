@@ -72,7 +72,7 @@ def test_bad_input_is_one_line_exit_2(args: list[str], message: str) -> None:
 def test_internal_error_is_short_exit_3(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    from ddpdoctor.job import plan as check_command
+    from ddpdoctor.job import command as check_command
 
     def boom(_args: object) -> int:
         raise RuntimeError("simulated bug")

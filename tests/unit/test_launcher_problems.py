@@ -4,7 +4,7 @@ prints it, is turned into the same diagnoses a rank's error would get."""
 from __future__ import annotations
 
 from ddpdoctor.job.launch import LaunchOutcome, parse_exitcodes
-from ddpdoctor.job.plan import launcher_problems
+from ddpdoctor.job.session import launcher_problems
 
 
 def outcome(tail: str, verdict: str = "finished") -> LaunchOutcome:
@@ -20,14 +20,22 @@ def test_port_taken_under_the_launcher() -> None:
     assert f.code == "DDP905" and f.data["evidence"] == [tail]
 
 
-def test_unknown_launcher_failure_names_its_last_telling_line() -> None:
+def test_launcher_failure_names_its_last_telling_line_and_what_explain_knows_of_it() -> None:
     tail = "INFO starting\nRendezvousTimeoutError: timed out waiting for nodes\nINFO bye\n"
     (f,) = launcher_problems(outcome(tail, verdict="hung"), any_rank_started=False)
     assert f.code == "DDP906"
     assert (
         f.message
         == "torchrun started no worker within 61 s: RendezvousTimeoutError: timed out waiting for nodes"
+        " — Rendezvous timed out: not every node joined (DDX191)"
     )
+
+
+def test_unknown_launcher_failure_names_its_last_telling_line() -> None:
+    tail = "INFO starting\nfrobnicator failed to warble\nINFO bye\n"
+    (f,) = launcher_problems(outcome(tail), any_rank_started=False)
+    assert f.code == "DDP906"
+    assert f.message == "torchrun exited with code 1: frobnicator failed to warble"
     assert launcher_problems(outcome(tail), any_rank_started=True) == []
 
 

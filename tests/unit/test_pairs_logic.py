@@ -5,6 +5,7 @@ from __future__ import annotations
 from itertools import combinations
 
 import pytest
+
 from ddpdoctor.bench.pairs import blame, reference, rounds
 
 

@@ -3,10 +3,10 @@ integration tests produce them for real with signals)."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from ddpdoctor.job import rank_states
+from ddpdoctor.job.launch import LaunchOutcome
 from ddpdoctor.report.model import RankState
+from ddpdoctor.runfiles import Heartbeat, RankDoc, Termination
 
 
 def test_signal_names_from_torchrun_and_shell_codes() -> None:
@@ -17,29 +17,24 @@ def test_signal_names_from_torchrun_and_shell_codes() -> None:
 
 def test_states_from_files_and_launcher() -> None:
     docs = {
-        0: {"finished": True, "host": "h", "pid": 10},
-        2: {"terminated": {"signal": "SIGTERM", "t": 5.0, "check": "allreduce", "phase": "x"}},
+        0: RankDoc(0, finished=True, host="h", pid=10),
+        2: RankDoc(2, terminated=Termination("SIGTERM", 5.0, "allreduce", "x")),
     }
     beats = {
-        0: {"finished": True},
-        1: {
-            "check": "allreduce",
-            "phase": "all_reduce 1 MiB",
-            "t_phase": 3.0,
-            "t_alive": 4.0,
-            "pid": 11,
-        },
-        2: {"check": "allreduce", "t_phase": 2.0},
+        0: Heartbeat(0, finished=True),
+        1: Heartbeat(1, check="allreduce", phase="all_reduce 1 MiB", t_phase=3.0, t_alive=4.0, pid=11),
+        2: Heartbeat(2, check="allreduce", t_phase=2.0),
     }
-    outcome = SimpleNamespace(
+    outcome = LaunchOutcome(
+        returncode=None,
+        verdict="hung",
+        started_at=0.0,
+        duration_s=16.0,
+        command=[],
         hung_ranks=[1],
         stopped_ranks=[1],
         killed_ranks=[1],
-        exitcodes={},
-        pids={},
         killed_at=16.0,
-        dead_at={},
-        started_at=0.0,
     )
     states = rank_states.assess(4, docs, beats, outcome)
     assert [s.state for s in states] == ["ok", "hung", "crashed", "missing"]
@@ -56,3 +51,16 @@ def test_root_cause_is_the_earliest_failure() -> None:
     c = RankState(rank=1, state="crashed", failed_at=1.0, signal="SIGTERM")
     assert rank_states.root_cause([a, b, c]) is b
     assert rank_states.root_cause([RankState(rank=0, state="ok")]) is None
+
+
+def test_a_crashed_rank_fails_when_the_launcher_first_saw_it_gone() -> None:
+    """dead_at is what launch.run records; it decides the root cause between two crashes."""
+    beats = {
+        0: Heartbeat(0, check="allreduce", t_phase=1.0, t_alive=9.0),
+        1: Heartbeat(1, check="allreduce", t_phase=1.0, t_alive=9.5),
+    }
+    outcome = LaunchOutcome(1, "finished", 0.0, 12.0, [], dead_at={0: 7.0, 1: 3.0})
+    states = rank_states.assess(2, {}, beats, outcome)
+    assert [s.state for s in states] == ["crashed", "crashed"]
+    assert [s.failed_at for s in states] == [7.0, 3.0]
+    assert rank_states.root_cause(states).rank == 1

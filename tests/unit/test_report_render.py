@@ -12,15 +12,15 @@ import pytest
 from rich.console import Console
 
 from ddpdoctor.job import collect
-from ddpdoctor.report import model, render, schema
+from ddpdoctor.report import model, problems, render, schema
 from ddpdoctor.report.model import CheckResult, RankState, Report
-from ddpdoctor.report.problems import get
+from ddpdoctor.runfiles import Heartbeat
 
 GOLDEN = Path(__file__).parent.parent / "fixtures" / "render"
 
 
 def sample_report() -> Report:
-    hung = get("rank-hung").finding(
+    hung = problems.RANK_HUNG.finding(
         "rank 1 (node-a, pid 4242) stopped responding in allreduce (all_reduce 1 MiB (timing)) 12.1 s before "
         "the verdict; ranks 0,2,3 waited for it",
         [1],
@@ -34,7 +34,7 @@ def sample_report() -> Report:
             "warn",
             "4 ranks on CPU, 2 thread(s) each, 2 cores per host",
             [
-                get("cpu-oversubscribed").finding(
+                problems.CPU_OVERSUBSCRIBED.finding(
                     "4 ranks on node-a run 8 threads on 2 cores", [0, 1, 2, 3]
                 )
             ],
@@ -126,8 +126,8 @@ def test_progress_shows_each_rank_on_a_terminal_only() -> None:
     with render.progress(world_size=2, console=con) as tick:
         tick(
             {
-                0: {"check": "allreduce", "phase": "all_reduce 1 MiB (timing)"},
-                1: {"finished": True},
+                0: Heartbeat(0, check="allreduce", phase="all_reduce 1 MiB (timing)"),
+                1: Heartbeat(1, finished=True),
             },
             3.2,
         )
@@ -137,5 +137,15 @@ def test_progress_shows_each_rank_on_a_terminal_only() -> None:
     assert "rank   0  allreduce: all_reduce 1 MiB (timing)" in shown and "rank   1  done" in shown
     silent = io.StringIO()
     with render.progress(world_size=2, console=Console(file=silent, force_terminal=False)) as tick:
-        tick({0: {"check": "env", "phase": "running"}}, 0.1)
+        tick({0: Heartbeat(0, check="env", phase="running")}, 0.1)
     assert silent.getvalue() == ""
+
+
+def test_progress_shows_the_title_it_was_given() -> None:
+    buf = io.StringIO()
+    con = Console(file=buf, width=80, force_terminal=True, color_system=None)
+    with render.progress(world_size=1, console=con, title="ddpdoctor bench-allreduce") as tick:
+        tick({0: Heartbeat(0, check="bench", phase="running")}, 1.0)
+        con.file.flush()
+    assert "ddpdoctor bench-allreduce" in buf.getvalue()
+    assert "ddpdoctor check" not in buf.getvalue()

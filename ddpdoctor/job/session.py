@@ -1,0 +1,96 @@
+"""Plan → launch → report: the one path every launching command takes. Launch faults that the
+ranks cannot tell (a busy port, torchrun dying before any rank started) are found here and
+translated through the same error-text knowledge as the ranks' own errors."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ddpdoctor.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS
+from ddpdoctor.job import collect, known_errors
+from ddpdoctor.job.launch import LaunchOutcome, Tick
+from ddpdoctor.job.plan import Plan, preflight
+from ddpdoctor.report import problems
+from ddpdoctor.report.model import Finding, Report
+from ddpdoctor.runfiles import RunFolder
+
+_TELLING = re.compile(r"error|failed|refused|timed out|not known|exception", re.I)
+
+
+def launcher_problems(outcome: LaunchOutcome, any_rank_started: bool) -> list[Finding]:
+    """Faults only the launcher's own output shows: no rank ever started (torchrun died, or its
+    rendezvous never completed), so the ranks cannot tell."""
+    if any_rank_started or outcome.verdict == "interrupted":
+        return []
+    lines = [ln.strip() for ln in outcome.launcher_tail.splitlines() if ln.strip()]
+    known = known_errors.translate("\n".join(lines))
+    if known is not None and known.problem is not None and known.problem != problems.PEER_LOST:
+        hits = [ln for ln in lines if known_errors.translate(ln) == known][-3:]
+        return [
+            known.problem.finding(
+                f"torchrun: {known.meaning} ({known.signature})", [], evidence=hits or lines[-3:]
+            )
+        ]
+    telling = [ln for ln in lines if _TELLING.search(ln)]
+    last = telling[-1] if telling else (lines[-1] if lines else outcome.reason or "no output")
+    how = (
+        f"exited with code {outcome.returncode}"
+        if outcome.verdict in ("finished", "launch-failed")
+        else f"started no worker within {outcome.duration_s:.0f} s"
+    )
+    meaning = f" — {known.meaning} ({known.signature})" if known else ""
+    return [
+        problems.LAUNCH_FAILED.finding(
+            f"torchrun {how}: {last[:300]}{meaning}", [], evidence=lines[-15:]
+        )
+    ]
+
+
+def execute(p: Plan, on_tick: Tick | None = None) -> Report:
+    """Launch (unless a pre-flight problem makes it pointless) and assemble the report."""
+    from ddpdoctor.job import launch
+
+    folder = RunFolder(p.spec.run_dir, p.job.nonce)
+    folder.write_spec(p.job)
+    found = preflight(p)
+    outcome: LaunchOutcome | None = None
+    if not found:
+        outcome = launch.run(p.spec, on_tick=on_tick)
+        found = launcher_problems(outcome, bool(folder.read_beats()))
+    return collect.assemble(p.spec.run_dir, p.job, outcome, launch_problems=found)
+
+
+def exit_code(report: Report, fail_on: str) -> int:
+    if report.launch.get("verdict") == "interrupted":
+        return EXIT_INTERRUPTED
+    bad = ("fail",) if fail_on == "fail" else ("fail", "warn")
+    return EXIT_PROBLEMS if report.status in bad else EXIT_OK
+
+
+@contextmanager
+def launched(p: Plan, title: str, show_progress: bool, ascii_only: bool) -> Iterator[Report]:
+    """Run the plan with the live progress display, yield the report; afterwards remove the
+    temporary run folder if everything passed (a failed run keeps it for the ticket)."""
+    from ddpdoctor.report import render
+
+    report: Report | None = None
+    try:
+        with render.progress(
+            enabled=show_progress,
+            ascii_only=ascii_only,
+            world_size=p.job.world_size,
+            title=title,
+        ) as tick:
+            report = execute(p, on_tick=tick)
+        yield report
+    finally:
+        if not p.keep_run_dir and report is not None and report.status == "pass":
+            shutil.rmtree(p.spec.run_dir, ignore_errors=True)
+
+
+def kept_run_dir(p: Plan, report: Report) -> str | None:
+    """The run folder to point the user at: given by them, or kept because something failed."""
+    return str(p.spec.run_dir) if p.keep_run_dir or report.status != "pass" else None
