@@ -12,7 +12,7 @@ after the built-ins, sorted by name (README: "Adding a check").
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
@@ -88,15 +88,19 @@ def group_check() -> str:
     return next(c for c in BUILTIN if load(c).STAGE == CREATES_GROUP)
 
 
-def run_order(selected: Iterable[str]) -> list[str]:
-    """What a worker runs: the selection ordered by stage (stable within a stage), with the
-    group-creating check added when the selection left it out."""
-    chosen = list(selected)
-    creator = group_check()
-    if creator not in chosen:
-        chosen.append(creator)
+def for_run(selected: Iterable[str]) -> dict[str, Check]:
+    """The checks a worker runs: the selection plus the group-creating check, loaded."""
+    ids = list(selected)
+    if not any(load(c).STAGE == CREATES_GROUP for c in ids):
+        ids.append(group_check())
+    return {c: load(c) for c in ids}
+
+
+def run_order(checks: Mapping[str, Check]) -> list[str]:
+    """Ids ordered by stage, stable within a stage: before the group, the one that creates it,
+    then the rest in registry order."""
     rank = {stage: i for i, stage in enumerate(STAGES)}
-    return sorted(chosen, key=lambda c: rank[load(c).STAGE])
+    return sorted(checks, key=lambda c: rank[checks[c].STAGE])
 
 
 def select(only: str | None, skip: str | None) -> list[str]:

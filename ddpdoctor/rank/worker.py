@@ -98,6 +98,7 @@ class Session:
         ctx = self.ctx
         self.rec.phase(cid, "exchanging results")
         mine = {
+            "check": cid,
             "rank": ctx.rank,
             "identity": {"host": ctx.host, "pid": ctx.pid, "device": self.rec.doc.device},
             "entry": entry.to_json(),
@@ -141,14 +142,11 @@ def run_checks(
     checks: Mapping[str, Check] | None = None,
     gather: exchange.Gather = exchange.all_gather_json,
 ) -> None:
-    """The check loop. `checks` and `gather` are the registry and the gloo exchange unless a test
-    gives others."""
+    """The check loop. `checks` and `gather` are the registry's and the gloo exchange unless a
+    test gives others; checks the spec did not select run unshown (the group's creator)."""
     selected = list(spec.checks)
-    if checks is None:
-        order = registry.run_order(selected)
-        checks = {cid: registry.load(cid) for cid in order}
-    else:
-        order = list(checks)
+    checks = registry.for_run(selected) if checks is None else checks
+    order = registry.run_order(checks)
     s = Session(ctx, rec, spec, checks, gather)
     _preload([m for c in order for m in getattr(checks[c], "PRELOAD", ())])
     pending: list[tuple[str, CheckEntry]] = []  # results from before the group existed

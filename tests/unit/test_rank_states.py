@@ -22,7 +22,9 @@ def test_states_from_files_and_launcher() -> None:
     }
     beats = {
         0: Heartbeat(0, finished=True),
-        1: Heartbeat(1, check="allreduce", phase="all_reduce 1 MiB", t_phase=3.0, t_alive=4.0, pid=11),
+        1: Heartbeat(
+            1, check="allreduce", phase="all_reduce 1 MiB", t_phase=3.0, t_alive=4.0, pid=11
+        ),
         2: Heartbeat(2, check="allreduce", t_phase=2.0),
     }
     outcome = LaunchOutcome(
