@@ -5,7 +5,7 @@ stays fast."""
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -46,6 +46,17 @@ app = typer.Typer(
 app.command("lint")(lint_command)
 app.command("explain")(explain_command)
 app.command("env")(env_command)
+
+
+def _launch_args(params: dict[str, Any]) -> Any:
+    """The launch options every launching command shares, from that command's parameters (typer
+    needs each option as a parameter; the dataclass names them once)."""
+    from dataclasses import fields
+
+    from ddpdoctor.job.plan import LaunchArgs
+
+    names = {f.name for f in fields(LaunchArgs)}
+    return LaunchArgs(**{k: v for k, v in params.items() if k in names})
 
 
 def _version(value: bool) -> None:
@@ -90,24 +101,8 @@ def check(
 ) -> None:
     """Probe every rank through torchrun and report in one place."""
     from ddpdoctor.job import command
-    from ddpdoctor.job.plan import LaunchArgs
 
-    launch = LaunchArgs(
-        nproc=nproc,
-        backend=backend,
-        timeout=timeout,
-        json_path=json_path,
-        verbose=verbose,
-        ascii_only=ascii_only,
-        master_addr=master_addr,
-        master_port=master_port,
-        nnodes=nnodes,
-        node_rank=node_rank,
-        rdzv_endpoint=rdzv_endpoint,
-        rdzv_id=rdzv_id,
-        rdzv_backend=rdzv_backend,
-        run_dir=run_dir,
-    )
+    launch = _launch_args(locals())
     args = command.CheckArgs(launch=launch, only=only, skip=skip, fail_on=fail_on)
     raise typer.Exit(command.run(args))
 
@@ -179,24 +174,8 @@ def bench_allreduce(
 ) -> None:
     """Measure all_reduce bandwidth over message sizes, as nccl-tests' all_reduce_perf does."""
     from ddpdoctor.bench import command as bench_command
-    from ddpdoctor.job.plan import LaunchArgs
 
-    launch = LaunchArgs(
-        nproc=nproc,
-        backend=backend,
-        timeout=timeout,
-        json_path=json_path,
-        verbose=verbose,
-        ascii_only=ascii_only,
-        master_addr=master_addr,
-        master_port=master_port,
-        nnodes=nnodes,
-        node_rank=node_rank,
-        rdzv_endpoint=rdzv_endpoint,
-        rdzv_id=rdzv_id,
-        rdzv_backend=rdzv_backend,
-        run_dir=run_dir,
-    )
+    launch = _launch_args(locals())
     code = bench_command.run(
         bench_command.BenchArgs(
             launch=launch,

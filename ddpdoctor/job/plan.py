@@ -16,7 +16,7 @@ from ddpdoctor import runfiles
 from ddpdoctor.errors import CannotRun, UsageError
 from ddpdoctor.job.launch import LaunchSpec, free_port, port_busy, torchrun_command
 from ddpdoctor.node import gpus
-from ddpdoctor.report import schema
+from ddpdoctor.report import problems, schema
 from ddpdoctor.report.model import Finding
 from ddpdoctor.runfiles import JobSpec
 
@@ -186,12 +186,12 @@ def _with_slurm(args: LaunchArgs) -> LaunchArgs:
 def preflight(p: Plan) -> list[Finding]:
     """Launch faults we can name before starting anything."""
     spec = p.spec
-    problems = []
+    found = []
     hosts_store = (
         spec.node_rank in (None, 0) and spec.master_addr in LOCAL_ADDRS and not spec.rdzv_endpoint
     )
     if hosts_store and spec.master_port and port_busy(spec.master_port):
-        problems.append(
+        found.append(
             problems.PORT_IN_USE.finding(
                 f"--master-port {spec.master_port} is already in use on this host (another job or a stale "
                 f"process holds it); torchrun's store cannot listen there",
@@ -199,4 +199,4 @@ def preflight(p: Plan) -> list[Finding]:
                 port=spec.master_port,
             )
         )
-    return problems
+    return found

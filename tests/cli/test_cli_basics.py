@@ -22,7 +22,7 @@ def test_help_lists_commands_and_is_fast() -> None:
     t0 = time.monotonic()
     r = run_cli("--help")
     assert r.returncode == 0
-    for cmd in ("check", "lint", "explain", "env", "problems"):
+    for cmd in ("check", "lint", "explain", "env", "problems", "report"):
         assert cmd in r.stdout
     r2 = run_cli("check", "--help")
     assert r2.returncode == 0 and "--nproc" in r2.stdout and "--fail-on" in r2.stdout
@@ -54,6 +54,9 @@ BAD = [
     (["check", "--master-port", "70000"], "--master-port must be in 1..65535"),
     (["check", "--nnodes", "2", "--node-rank", "2"], "--node-rank must be in 0..1"),
     (["check", "--run-dir", "/proc/nope"], "cannot use --run-dir"),
+    (["report", "/nonexistent-run"], "/nonexistent-run is not a folder"),
+    (["report", "/"], "holds no readable spec.json: not a run folder"),
+    (["report", "/tmp", "--fail-on", "x"], "--fail-on must be warn or fail"),
     (["nosuchcommand"], "No such command"),
 ]
 

@@ -87,3 +87,24 @@ def test_real_faults_fail_the_right_checks(broken2: Run) -> None:
     assert broken2.codes("gradscaler") == ["DDP601", "DDP602", "DDP603"]
     assert [r["state"] for r in rep["ranks"]] == ["ok", "ok"]
     assert "Problems found" in broken2.stdout and "Rank files and logs" in broken2.stdout
+
+
+def test_report_rejudges_a_kept_run_folder(broken2: Run) -> None:
+    """`ddpdoctor report RUN_DIR` gives the same verdicts from the files alone."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "ddpdoctor", "report", str(broken2.run_dir), "--json", "-"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1, done.stderr
+    again = json.loads(done.stdout)
+    jsonschema.validate(again, schema.schema_for("report"))
+
+    def verdicts(rep: dict) -> dict:
+        return {c["id"]: (c["status"], [f["code"] for f in c["findings"]]) for c in rep["checks"]}
+
+    assert verdicts(again) == verdicts(broken2.report)
+    assert [r["state"] for r in again["ranks"]] == [r["state"] for r in broken2.report["ranks"]]

@@ -47,3 +47,18 @@ def test_exit_codes_from_torchrun_failure_summary() -> None:
   exitcode  : -9 (pid: 21160)  (SIGKILL)
 """
     assert parse_exitcodes(log) == {3: -9}
+
+
+def test_a_busy_master_port_is_named_before_anything_starts(tmp_path) -> None:  # noqa: ANN001
+    import socket
+
+    from ddpdoctor.job.plan import LaunchArgs, plan, preflight
+
+    with socket.socket() as holder:
+        holder.bind(("", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        p = plan(LaunchArgs(nproc=2, master_port=port, run_dir=str(tmp_path)), ["env"])
+        (f,) = preflight(p)
+    assert f.code == "DDP905" and f.data["port"] == port
+    assert preflight(p) == []  # free again once the holder is gone
