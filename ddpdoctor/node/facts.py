@@ -1,0 +1,149 @@
+"""All facts of one node, gathered under one deadline. Each part runs in its own daemon thread
+with the time that is left: a part that hangs (NVML on a GPU that fell off the bus does) is
+named as unfinished and the others still report, so `ddpdoctor node` always ends in time."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, TypeVar
+
+from ddpdoctor.node import host, nvml, perf, rdma
+
+T = TypeVar("T")
+XID_WINDOW_S = 0.5
+
+
+@dataclass
+class GatherOptions:
+    timeout_s: float = 30.0
+    rdma_root: str = rdma.SYSFS_ROOT
+    rdma_interval_s: float = 2.0  # two samples this far apart tell a flapping link
+    cpu_root: str = "/sys/devices/system/cpu"
+    kmsg: str = "/dev/kmsg"
+    shm: str = "/dev/shm"
+    run_perf: bool = True
+    perf_budget_s: float = 1.0  # per device
+    nvml_factory: Callable[[], nvml.NvmlSource] | None = None
+    node_name: str | None = None
+
+
+@dataclass
+class NodeFacts:
+    node: str
+    host: host.HostFacts
+    gpus: nvml.GpuInventory
+    rdma: list[rdma.RdmaPort] | None = None
+    rdma_growth: dict[str, dict[str, int]] = field(default_factory=dict)
+    rdma_interval_s: float | None = None
+    versions: dict[str, str | None] = field(default_factory=dict)
+    perf: list[perf.PerfResult] = field(default_factory=list)
+    unfinished: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def node_name(env: Mapping[str, str], override: str | None = None) -> str:
+    """The name Slurm knows this node by (what `srun --exclude` takes), else the short hostname."""
+    if override:
+        return override
+    if env.get("SLURMD_NODENAME"):
+        return env["SLURMD_NODENAME"]
+    return (socket.gethostname() or "localhost").split(".")[0]
+
+
+def versions() -> dict[str, str | None]:
+    """torch, the CUDA it was built with, and the NCCL it carries (None without CUDA)."""
+    out: dict[str, str | None] = {"torch": None, "torch_cuda": None, "nccl": None}
+    try:
+        import torch
+    except Exception:  # noqa: BLE001
+        return out
+    out["torch"] = torch.__version__
+    out["torch_cuda"] = torch.version.cuda
+    try:
+        if torch.cuda.is_available():
+            out["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
+    except Exception:  # noqa: BLE001
+        pass
+    return out
+
+
+class _Deadline:
+    def __init__(self, seconds: float) -> None:
+        self.end = time.monotonic() + seconds
+        self.unfinished: list[str] = []
+        self.seconds: dict[str, float] = {}
+
+    def left(self) -> float:
+        return max(0.0, self.end - time.monotonic())
+
+    def run(self, name: str, fn: Callable[[], T], default: T) -> T:
+        """fn() in a daemon thread, waited for as long as the deadline allows."""
+        if self.left() <= 0:
+            self.unfinished.append(name)
+            return default
+        box: list[T] = []
+        t0 = time.monotonic()
+        worker = threading.Thread(target=lambda: box.append(fn()), name=f"node-{name}", daemon=True)
+        worker.start()
+        worker.join(self.left())
+        self.seconds[name] = round(time.monotonic() - t0, 3)
+        if not box:
+            self.unfinished.append(name)
+            return default
+        return box[0]
+
+
+def gather(opts: GatherOptions, env: Mapping[str, str] | None = None) -> NodeFacts:
+    """Every fact, in an order that makes them mean more: the GPU test first, so NVML reads
+    the PCIe generation and clocks of busy GPUs; the RDMA counters twice, around the rest."""
+    env = os.environ if env is None else env
+    dl = _Deadline(opts.timeout_s)
+    facts = NodeFacts(
+        node=node_name(env, opts.node_name),
+        host=dl.run(
+            "host", lambda: host.collect(opts.cpu_root, opts.kmsg, opts.shm), host.HostFacts()
+        ),
+        gpus=nvml.GpuInventory(available=False, error="not read: deadline"),
+    )
+    first = dl.run("rdma", lambda: rdma.read_ports(opts.rdma_root), None)
+    sampled = time.monotonic()
+    gpu_perf = (
+        dl.run("gpu-test", lambda: perf.gpus(4 * opts.perf_budget_s), None)
+        if opts.run_perf
+        else None
+    )
+    facts.gpus = dl.run(
+        "nvml",
+        lambda: nvml.inventory(opts.nvml_factory, xid_window_s=XID_WINDOW_S),
+        facts.gpus,
+    )
+    if opts.run_perf:
+        facts.perf = [
+            *(gpu_perf or []),
+            dl.run(
+                "cpu-test",
+                lambda: perf.cpu(opts.perf_budget_s),
+                perf.PerfResult("cpu", error="not run: deadline"),
+            ),
+        ]
+    facts.versions = dl.run("versions", versions, {})
+    if first:
+        wait = min(opts.rdma_interval_s - (time.monotonic() - sampled), dl.left() - 0.2)
+        if wait > 0:
+            time.sleep(wait)
+        second = dl.run("rdma-again", lambda: rdma.read_ports(opts.rdma_root), None)
+        if second is not None:
+            facts.rdma_growth = rdma.deltas(first, second)
+            facts.rdma_interval_s = round(time.monotonic() - sampled, 2)
+            first = second
+    facts.rdma = first
+    facts.unfinished, facts.seconds = dl.unfinished, dl.seconds
+    return facts
