@@ -194,26 +194,20 @@ def speed(results: list[PerfResult], expect: Expectations) -> Verdict:
             continue
         gemm_floor = expect.cpu_gemm_gflops if is_cpu else _giga(expect.gpu_gemm_tflops)
         copy_floor = expect.cpu_copy_gbps if is_cpu else expect.gpu_copy_gbps
-        unit = "GFLOP/s" if is_cpu else "TFLOP/s"
-        scale = 1.0 if is_cpu else 1000.0
-        if gemm_floor and r.gemm_gflops is not None and r.gemm_gflops < gemm_floor:
-            found.append(
-                codes.COMPUTE_SLOW.finding(
-                    f"{r.device}: GEMM {r.gemm_gflops / scale:g} {unit}, floor {gemm_floor / scale:g} {unit}",
-                    device=r.device,
-                    measured=r.gemm_gflops,
-                    floor=gemm_floor,
+        gemm_unit, scale = ("GFLOP/s", 1.0) if is_cpu else ("TFLOP/s", 1000.0)
+        for problem, what, value, floor, unit, div in (
+            (codes.COMPUTE_SLOW, "GEMM", r.gemm_gflops, gemm_floor, gemm_unit, scale),
+            (codes.MEMORY_SLOW, "copy", r.copy_gbps, copy_floor, "GB/s", 1.0),
+        ):
+            if floor and value is not None and value < floor:
+                found.append(
+                    problem.finding(
+                        f"{r.device}: {what} {value / div:g} {unit}, floor {floor / div:g} {unit}",
+                        device=r.device,
+                        measured=value,
+                        floor=floor,
+                    )
                 )
-            )
-        if copy_floor and r.copy_gbps is not None and r.copy_gbps < copy_floor:
-            found.append(
-                codes.MEMORY_SLOW.finding(
-                    f"{r.device}: copy {r.copy_gbps:g} GB/s, floor {copy_floor:g} GB/s",
-                    device=r.device,
-                    measured=r.copy_gbps,
-                    floor=copy_floor,
-                )
-            )
     found += _peers([r for r in results if r.device != "cpu" and not r.error])
     return "; ".join(_fmt(r) for r in results) or "not run", found
 
