@@ -46,7 +46,7 @@ def inventory(inv: GpuInventory, expect: Expectations) -> Verdict:
                     f"{expect.gpu_count} GPUs expected, but {inv.error}", expected=expect.gpu_count
                 )
             ]
-        return f"no GPU ({inv.error})", [codes.NO_GPU.finding(f"no GPU visible: {inv.error}")]
+        return "no GPU", [codes.NO_GPU.finding(f"no GPU visible ({inv.error})")]
     names = sorted({g.name or "unknown model" for g in inv.devices})
     summary = f"{len(inv.devices)} × {', '.join(names)}" if inv.devices else "NVML sees no GPU"
     found: list[Finding] = []

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ddpdoctor.model import SKIP, TIMEOUT, CheckResult, Finding, overall_status, status_from
+from ddpdoctor.model import SKIP, TIMEOUT, CheckResult, Finding, Level, overall_status, status_from
 from ddpdoctor.node import codes, gpu_health, host_health
 from ddpdoctor.node.expect import Expectations
 from ddpdoctor.node.facts import NodeFacts
@@ -11,12 +11,12 @@ from ddpdoctor.node.facts import NodeFacts
 # row id -> (title, the gathered parts it depends on)
 ROWS = {
     "gpus": ("GPUs", ("nvml",)),
-    "gpu_memory": ("GPU memory — ECC, retired pages, row remapping, Xid", ("nvml", "host")),
-    "gpu_links": ("GPU links — NVLink, PCIe, fabric", ("nvml",)),
+    "gpu_memory": ("GPU memory (ECC, retired pages, row remapping, Xid)", ("nvml", "host")),
+    "gpu_links": ("GPU links (NVLink, PCIe, fabric)", ("nvml",)),
     "gpu_clocks": ("Clocks, temperature, power, modes", ("nvml",)),
     "software": ("Driver, CUDA, NCCL, torch", ("nvml", "versions")),
     "rdma": ("RDMA ports", ("rdma", "rdma-again")),
-    "host": ("Host — /dev/shm, memlock, CPU governor", ("host",)),
+    "host": ("Host (/dev/shm, memlock, CPU governor)", ("host",)),
     "speed": ("Compute and memory bandwidth", ("gpu-test", "cpu-test")),
 }
 GPU_ROWS = ("gpu_memory", "gpu_links", "gpu_clocks")
@@ -54,8 +54,8 @@ def judge(facts: NodeFacts, expect: Expectations) -> list[CheckResult]:
                 )
             )
             status = TIMEOUT
-        elif row_id in GPU_ROWS and not facts.gpus.available:
-            status = SKIP
+        elif (row_id in GPU_ROWS or row_id == "gpus") and not facts.gpus.available:
+            status = SKIP if all(f.level < Level.WARN for f in found) else status_from(found)
         elif row_id == "speed" and not facts.perf:
             status, summary = SKIP, "not run (--no-perf)"
         else:
