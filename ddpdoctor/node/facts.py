@@ -58,8 +58,34 @@ def node_name(env: Mapping[str, str], override: str | None = None) -> str:
     return (socket.gethostname() or "localhost").split(".")[0]
 
 
-def versions() -> dict[str, str | None]:
-    """torch, the CUDA it was built with, and the NCCL it carries (None without CUDA)."""
+def _torch_version_file() -> dict[str, str | None]:
+    """torch's version and CUDA build read from torch/version.py, without importing torch
+    (seconds on a loaded node, and nothing else here needs it)."""
+    import importlib.util
+    import re
+
+    out: dict[str, str | None] = {"torch": None, "torch_cuda": None, "nccl": None}
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.origin:
+        return out
+    with open(os.path.join(os.path.dirname(spec.origin), "version.py")) as fh:
+        text = fh.read()
+    for key, name in (("torch", "__version__"), ("torch_cuda", "cuda")):
+        m = re.search(rf"^{name}\s*(?::[^=]*)?=\s*['\"]([^'\"]*)['\"]", text, re.M)
+        out[key] = m.group(1) if m else None
+    return out
+
+
+def versions(with_nccl: bool) -> dict[str, str | None]:
+    """torch, the CUDA it was built with, and (with_nccl: GPUs are present, so torch is worth
+    importing) the NCCL it carries."""
+    import sys
+
+    if not with_nccl and "torch" not in sys.modules:
+        try:
+            return _torch_version_file()
+        except Exception:  # noqa: BLE001 - an unusual install: ask torch itself below
+            pass
     out: dict[str, str | None] = {"torch": None, "torch_cuda": None, "nccl": None}
     try:
         import torch
@@ -134,7 +160,7 @@ def gather(opts: GatherOptions, env: Mapping[str, str] | None = None) -> NodeFac
                 perf.PerfResult("cpu", error="not run: deadline"),
             ),
         ]
-    facts.versions = dl.run("versions", versions, {})
+    facts.versions = dl.run("versions", lambda: versions(bool(facts.gpus.devices)), {})
     if first:
         wait = min(opts.rdma_interval_s - (time.monotonic() - sampled), dl.left() - 0.2)
         if wait > 0:

@@ -162,8 +162,11 @@ def host(facts: HostFacts, has_rdma: bool) -> Verdict:
                 )
             )
     slow = {g: n for g, n in facts.governors.items() if g != "performance"}
-    if facts.governors:
-        parts.append("governor " + ", ".join(sorted(facts.governors)))
+    parts.append(
+        "governor " + ", ".join(sorted(facts.governors))
+        if facts.governors
+        else "governor not exposed"
+    )
     if slow:
         text = ", ".join(f"{n} CPUs on {g}" for g, n in sorted(slow.items()))
         found.append(codes.GOVERNOR.finding(f"CPU governor: {text}", governors=slow))
