@@ -67,8 +67,17 @@ def read_dir(path: str) -> tuple[dict[str, dict[str, Any]], list[str]]:
     return docs, bad
 
 
+def _value(key: str, value: Any) -> str:
+    """Byte counts as people read them; -1 is how the facts spell 'unlimited'."""
+    if key in ("memlock", "shm_bytes") and isinstance(value, int):
+        if value == -1:
+            return "unlimited"
+        return f"{value / 2**30:g} GiB" if value >= 2**30 else f"{value / 2**10:g} KiB"
+    return str(value)
+
+
 def _describe(fields: dict[str, Any], keys: list[str]) -> str:
-    return ", ".join(f"{k} {fields.get(k)}" for k in keys)
+    return ", ".join(f"{k} {_value(k, fields.get(k))}" for k in keys)
 
 
 def _digest_row(docs: dict[str, dict[str, Any]]) -> tuple[CheckResult, set[str]]:

@@ -140,7 +140,7 @@ def memory(inv: GpuInventory, kernel_xids: list[XidLine] | None, expect: Expecta
     found += _xids(inv, kernel_xids)
     checked = [g for g in inv.devices if g.ecc_volatile_uncorrected is not None]
     summary = (
-        f"ECC, retired pages and row remapping read on {len(checked)} of {len(inv.devices)} GPUs"
+        f"{len(checked)} of {len(inv.devices)} GPUs report their ECC counters"
         if inv.devices
         else "no GPU"
     )

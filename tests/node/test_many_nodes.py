@@ -85,7 +85,7 @@ def test_collect_names_the_odd_and_the_silent_node_and_writes_the_exclude_file(c
     (odd,) = rows["digest"]["findings"]
     assert odd["code"] == "DDN180" and odd["data"]["differs"] == ["memlock"]
     assert odd["message"].startswith(
-        "node-3: memlock 65536; the other 2 (node-[1-2]) have memlock "
+        "node-3: memlock 64 KiB; the other 2 (node-[1-2]) have memlock "
     )
     assert [(g["hosts"], g["count"]) for g in doc["groups"]] == [("node-[1-2]", 2), ("node-3", 1)]
     assert "Exclude: node-[3-4] (written to " in r.stdout
