@@ -86,8 +86,10 @@ class PynvmlSource:
             uuids = {}
             for i in range(self.device_count()):
                 uuids[_text(nv.nvmlDeviceGetUUID(self._handle(i)))] = i
-                nv.nvmlDeviceRegisterEvents(
-                    self._handle(i), nv.nvmlEventTypeXidCriticalError, events
+                _guard(  # a board without event support must not hide the others' Xids
+                    lambda i=i: nv.nvmlDeviceRegisterEvents(
+                        self._handle(i), nv.nvmlEventTypeXidCriticalError, events
+                    )
                 )
             found: list[tuple[int, int]] = []
             deadline = time.monotonic() + seconds
@@ -196,7 +198,7 @@ def _cuda_version(value: Any) -> str | None:
     return f"{v // 1000}.{(v % 1000) // 10}"
 
 
-def _links(src: NvmlSource, i: int) -> list[NvLink]:
+def _links(src: NvmlSource, i: int, counters: bool) -> list[NvLink]:
     links = []
     for link in range(NVLINK_MAX_LINKS):
         state = _guard(lambda link=link: src.device(i, "nvmlDeviceGetNvLinkState", link))
@@ -208,7 +210,7 @@ def _links(src: NvmlSource, i: int) -> list[NvLink]:
                     src.device(i, "nvmlDeviceGetNvLinkErrorCounter", link, c)
                 )
             )
-            for name, counter in NVLINK_COUNTERS.items()
+            for name, counter in (NVLINK_COUNTERS.items() if counters else ())
         }
         links.append(NvLink(link, bool(state), errors))
     return links
@@ -227,7 +229,8 @@ def _clock_events(src: NvmlSource, i: int) -> int | None:
 
 
 def device_facts(src: NvmlSource, i: int, health: bool = True) -> GpuFacts:
-    """One GPU. health=False reads only what identifies it (cheap, for every rank of `check`)."""
+    """One GPU. health=False reads only what identifies it and its NVLink states (cheap: what
+    `env` and every rank of `check` need)."""
 
     def q(probe: str, *args: int) -> Any:
         return _guard(lambda: src.device(i, probe, *args))
@@ -242,6 +245,7 @@ def device_facts(src: NvmlSource, i: int, health: bool = True) -> GpuFacts:
         memory_total_bytes=getattr(mem, "total", None),
         memory_used_bytes=getattr(mem, "used", None),
     )
+    g.nvlinks = _links(src, i, counters=health)
     if not health:
         return g
     g.utilization_pct = _guard(lambda: int(src.device(i, "nvmlDeviceGetUtilizationRates").gpu))
@@ -264,7 +268,6 @@ def device_facts(src: NvmlSource, i: int, health: bool = True) -> GpuFacts:
     if rows is not None:
         g.remapped_correctable, g.remapped_uncorrectable = int(rows[0]), int(rows[1])
         g.remap_pending, g.remap_failed = bool(rows[2]), bool(rows[3])
-    g.nvlinks = _links(src, i)
     g.pcie_gen = _guard(lambda: int(q("nvmlDeviceGetCurrPcieLinkGeneration")))
     g.pcie_gen_max = _guard(lambda: int(q("nvmlDeviceGetMaxPcieLinkGeneration")))
     g.pcie_width = _guard(lambda: int(q("nvmlDeviceGetCurrPcieLinkWidth")))

@@ -86,3 +86,18 @@ def test_host_facts_for_real_and_xid_lines_from_a_log(tmp_path) -> None:
         (cpu / f"cpu{i}" / "cpufreq").mkdir(parents=True)
         (cpu / f"cpu{i}" / "cpufreq" / "scaling_governor").write_text(gov + "\n")
     assert host.governors(str(cpu)) == {"performance": 1, "powersave": 2}
+
+
+def test_the_cheap_inventory_serves_the_env_snapshot() -> None:
+    """Fake NVML: what `ddpdoctor env` shows (names, memory, PCI bus, NVLinks up, topology)
+    without the health counters."""
+    inv = nvml.inventory(lambda: FakeNvml([healthy_gpu(0), healthy_gpu(1)]), health=False)
+    g = inv.devices[0]
+    assert (g.name, g.memory_total_bytes, g.pci_bus_id) == (
+        "NVIDIA H100 80GB HBM3",
+        85520809984,
+        "00000000:18:00.0",
+    )
+    assert sum(link.active for link in g.nvlinks) == 18 and g.nvlinks[0].errors == {}
+    assert g.ecc_volatile_uncorrected is None and g.temperature_c is None
+    assert inv.topology == [["X", "PIX"], ["PIX", "X"]] and inv.driver == "550.54.15"
