@@ -141,10 +141,12 @@ def gather(opts: GatherOptions, env: Mapping[str, str] | None = None) -> NodeFac
     )
     first = dl.run("rdma", lambda: rdma.read_ports(opts.rdma_root), None)
     sampled = time.monotonic()
+    # torch takes seconds to import on a busy node: only for GPUs that NVML can see
+    has_gpus = opts.run_perf and bool(
+        dl.run("gpu-count", lambda: nvml.device_count(opts.nvml_factory), None)
+    )
     gpu_perf = (
-        dl.run("gpu-test", lambda: perf.gpus(4 * opts.perf_budget_s), None)
-        if opts.run_perf
-        else None
+        dl.run("gpu-test", lambda: perf.gpus(4 * opts.perf_budget_s), None) if has_gpus else None
     )
     facts.gpus = dl.run(
         "nvml",

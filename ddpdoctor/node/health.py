@@ -10,7 +10,7 @@ from ddpdoctor.node.facts import NodeFacts
 
 # row id -> (title, the gathered parts it depends on)
 ROWS = {
-    "gpus": ("GPUs", ("nvml",)),
+    "gpus": ("GPUs", ("gpu-count", "nvml")),
     "gpu_memory": ("GPU memory (ECC, retired pages, row remapping, Xid)", ("nvml", "host")),
     "gpu_links": ("GPU links (NVLink, PCIe, fabric)", ("nvml",)),
     "gpu_clocks": ("Clocks, temperature, power, modes", ("nvml",)),
