@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -59,7 +60,7 @@ def _validate(a: NodeArgs) -> None:
         schema.check_writable(path)
 
 
-def _slurm_one_task_per_node(env: os._Environ[str] | dict[str, str]) -> None:
+def _slurm_one_task_per_node(env: Mapping[str, str]) -> None:
     tasks, nodes = env.get("SLURM_NTASKS"), env.get("SLURM_NNODES")
     if tasks and nodes and tasks.isdigit() and nodes.isdigit() and int(tasks) > int(nodes):
         raise UsageError(

@@ -120,3 +120,21 @@ def test_bad_files_are_usage_errors_too(tmp_path, capsys, monkeypatch) -> None:
     with pytest.raises(SystemExit) as e:
         cli.main(["node", "--no-perf"])
     assert e.value.code == 2 and "run one per node" in capsys.readouterr().err
+
+
+def test_under_srun_each_node_writes_its_own_report_by_its_slurm_name(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    """The srun path in-process: SLURMD_NODENAME names the file, one line is printed."""
+    for key, value in {"SLURM_JOB_ID": "77", "SLURM_NTASKS": "2", "SLURM_NNODES": "2"}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("SLURMD_NODENAME", "gpu042")
+    with pytest.raises(SystemExit) as e:
+        cli.main(["node", "--out", str(tmp_path), "--no-perf", "--rdma-interval", "0"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out.strip()
+    status = json.loads((tmp_path / "gpu042.json").read_text())["status"]
+    assert status in ("pass", "warn")  # a container's small /dev/shm is a warning, not a failure
+    assert out == f"gpu042: {status} (0 failures) → {tmp_path / 'gpu042.json'}"
+    doc = json.loads((tmp_path / "gpu042.json").read_text())
+    assert doc["node"] == "gpu042" and doc["facts"]["node"] == "gpu042"
