@@ -333,6 +333,14 @@ PROBE_TIMEOUT = Problem(
     "A GPU that fell off the bus makes NVML (and nvidia-smi) hang; the node is not usable.",
     "Drain the node and look at the kernel log; rerun with a larger --timeout if it was only slow.",
 )
+PROBE_CRASHED = Problem(
+    "DDN192",
+    "probe-crashed",
+    _W,
+    "A probe of ddpdoctor itself crashed",
+    "The facts it would have read are unknown, so their checks could not run; the others did.",
+    "Rerun with -v and report it to ddpdoctor with the message; the other rows are still valid.",
+)
 NEVER_JOINED = Problem(
     "DDN191",
     "never-joined",

@@ -43,6 +43,7 @@ class NodeFacts:
     versions: dict[str, str | None] = field(default_factory=dict)
     perf: list[perf.PerfResult] = field(default_factory=list)
     unfinished: list[str] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)  # probes that crashed (a bug of ours)
     seconds: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -105,6 +106,7 @@ class _Deadline:
     def __init__(self, seconds: float) -> None:
         self.end = time.monotonic() + seconds
         self.unfinished: list[str] = []
+        self.errors: dict[str, str] = {}
         self.seconds: dict[str, float] = {}
 
     def left(self) -> float:
@@ -116,11 +118,20 @@ class _Deadline:
             self.unfinished.append(name)
             return default
         box: list[T] = []
+
+        def work() -> None:
+            try:
+                box.append(fn())
+            except Exception as e:  # noqa: BLE001 - a crashed probe is a result, shown inline
+                self.errors[name] = f"{type(e).__name__}: {e}"
+
         t0 = time.monotonic()
-        worker = threading.Thread(target=lambda: box.append(fn()), name=f"node-{name}", daemon=True)
+        worker = threading.Thread(target=work, name=f"node-{name}", daemon=True)
         worker.start()
         worker.join(self.left())
         self.seconds[name] = round(time.monotonic() - t0, 3)
+        if name in self.errors:
+            return default
         if not box:
             self.unfinished.append(name)
             return default
@@ -173,5 +184,5 @@ def gather(opts: GatherOptions, env: Mapping[str, str] | None = None) -> NodeFac
             facts.rdma_interval_s = round(time.monotonic() - sampled, 2)
             first = second
     facts.rdma = first
-    facts.unfinished, facts.seconds = dl.unfinished, dl.seconds
+    facts.unfinished, facts.errors, facts.seconds = dl.unfinished, dl.errors, dl.seconds
     return facts

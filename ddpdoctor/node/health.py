@@ -45,6 +45,12 @@ def judge(facts: NodeFacts, expect: Expectations) -> list[CheckResult]:
         for f in found:
             f.host = facts.node
         late = [p for p in parts if p in facts.unfinished]
+        for part in (p for p in parts if p in facts.errors):
+            found.append(
+                codes.PROBE_CRASHED.finding(
+                    f"{part} crashed: {facts.errors[part]}", host=facts.node, part=part
+                )
+            )
         if late:
             found.append(
                 codes.PROBE_TIMEOUT.finding(

@@ -287,3 +287,18 @@ def test_a_probe_that_hangs_is_named_and_the_rest_still_reports() -> None:
     assert rows["gpus"].status == "timeout"
     assert rows["gpus"].findings[-1].code == "DDN190"
     assert rows["host"].status != "timeout"
+
+
+def test_a_probe_that_crashes_is_a_result_shown_in_its_row(monkeypatch) -> None:
+    """A collector with a bug (here: reading the RDMA ports raises) is shown in its row; the
+    other rows still report."""
+
+    def boom(root: str) -> None:
+        raise OSError("boom")
+
+    monkeypatch.setattr(rdma, "read_ports", boom)
+    node = facts.gather(facts.GatherOptions(timeout_s=10, run_perf=False))
+    assert node.errors == {"rdma": "OSError: boom"} and node.unfinished == []
+    rows = {r.id: r for r in health.judge(node, Expectations())}
+    assert seen(rows["rdma"].findings) == [("DDN192", "warn", "rdma crashed: OSError: boom")]
+    assert rows["rdma"].status == "warn" and rows["host"].status in ("pass", "warn")
