@@ -29,6 +29,10 @@ TOPOLOGY_LEVELS = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS
 FABRIC_STATES = {0: "not supported", 1: "not started", 2: "in progress", 3: "completed"}
 
 
+# pynvml functions that take an out-parameter: probe -> the ctypes struct to pass.
+_OUT_STRUCTS = {"nvmlDeviceGetGpuFabricInfo": "c_nvmlGpuFabricInfo_t"}
+
+
 class NvmlSource(Protocol):
     """What the wrapper needs from NVML. Probes are pynvml's function names
     (`nvmlDeviceGetTotalEccErrors`); a probe that cannot answer raises any exception."""
@@ -70,6 +74,12 @@ class PynvmlSource:
         return int(self._nv.nvmlDeviceGetCount())
 
     def device(self, index: int, probe: str, *args: int) -> Any:
+        if probe in _OUT_STRUCTS:  # the few calls that fill a struct instead of returning one
+            import ctypes
+
+            out = getattr(self._nv, _OUT_STRUCTS[probe])()
+            getattr(self._nv, probe)(self._handle(index), ctypes.byref(out))
+            return out
         return getattr(self._nv, probe)(self._handle(index), *args)
 
     def pair(self, a: int, b: int, probe: str) -> Any:

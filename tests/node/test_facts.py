@@ -101,3 +101,22 @@ def test_the_cheap_inventory_serves_the_env_snapshot() -> None:
     assert sum(link.active for link in g.nvlinks) == 18 and g.nvlinks[0].errors == {}
     assert g.ecc_volatile_uncorrected is None and g.temperature_c is None
     assert inv.topology == [["X", "PIX"], ["PIX", "X"]] and inv.driver == "550.54.15"
+
+
+def test_the_real_source_fills_out_parameter_structs() -> None:
+    """pynvml's fabric-info call fills a struct it is given; a stand-in for the pynvml module
+    (no driver here) checks the real source passes one and reads its state."""
+    import pynvml
+
+    class StandIn:
+        c_nvmlGpuFabricInfo_t = pynvml.c_nvmlGpuFabricInfo_t
+
+        def nvmlDeviceGetGpuFabricInfo(self, handle: str, ref) -> int:
+            assert handle == "handle-0"
+            ref._obj.state = 3
+            return 0
+
+    src = nvml.PynvmlSource.__new__(nvml.PynvmlSource)  # skip nvmlInit: there is no driver
+    src._nv, src._handles = StandIn(), {0: "handle-0"}
+    g = nvml.device_facts(src, 0)
+    assert g.fabric_state == "completed"
