@@ -67,6 +67,15 @@ def read_dir(path: str) -> tuple[dict[str, dict[str, Any]], list[str]]:
     return docs, bad
 
 
+def _by_machine(docs: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    """Nodes by machine type ('-' when no --expect type matched): nodes are compared only
+    with nodes of their own type."""
+    by_type: dict[str, list[str]] = defaultdict(list)
+    for node, doc in docs.items():
+        by_type[doc.get("machine") or "-"].append(node)
+    return by_type
+
+
 def _value(key: str, value: Any) -> str:
     """Byte counts as people read them; -1 is how the facts spell 'unlimited'."""
     if key in ("memlock", "shm_bytes") and isinstance(value, int):
@@ -81,9 +90,7 @@ def _describe(fields: dict[str, Any], keys: list[str]) -> str:
 
 
 def _digest_row(docs: dict[str, dict[str, Any]]) -> tuple[CheckResult, set[str]]:
-    by_type: dict[str, list[str]] = defaultdict(list)
-    for node, doc in docs.items():
-        by_type[doc.get("machine") or "-"].append(node)
+    by_type = _by_machine(docs)
     found: list[Finding] = []
     odd: set[str] = set()
     groups_text = []
@@ -171,9 +178,7 @@ def metrics(doc: dict[str, Any]) -> dict[str, float]:
 
 
 def _speed_row(docs: dict[str, dict[str, Any]]) -> tuple[CheckResult, set[str]]:
-    by_type: dict[str, list[str]] = defaultdict(list)
-    for node, doc in docs.items():
-        by_type[doc.get("machine") or "-"].append(node)
+    by_type = _by_machine(docs)
     found: list[Finding] = []
     slow: set[str] = set()
     parts = []
