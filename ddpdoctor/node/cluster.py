@@ -58,6 +58,7 @@ def read_dir(path: str) -> tuple[dict[str, dict[str, Any]], list[str]]:
             not isinstance(doc, dict)
             or doc.get("schema") != schema.tag("node")
             or doc.get("kind") != "node"
+            or not all(k in doc for k in ("node", "digest", "digest_fields", "rows"))
         ):
             bad.append(f.name)
             continue

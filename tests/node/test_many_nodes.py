@@ -109,3 +109,15 @@ def test_a_slow_node_is_named_against_the_median_of_its_type(collected) -> None:
         "gpu4: CPU GEMM 41 GFLOP/s, 0.42 of the median 98"
     ]
     assert view.exclude == ["gpu4"]
+
+
+def test_files_that_are_not_node_reports_are_named_not_fatal(collected, tmp_path) -> None:
+    out = collected[0]
+    for name in ("node-1.json", "node-2.json"):
+        (tmp_path / name).write_text((out / name).read_text())
+    (tmp_path / "junk.json").write_text("{not json")
+    (tmp_path / "old.json").write_text('{"schema": "ddpdoctor.node/1", "kind": "node"}')
+    docs, bad = cluster.read_dir(str(tmp_path))
+    assert sorted(docs) == ["node-1", "node-2"] and bad == ["junk.json", "old.json"]
+    reports = cluster.judge(docs, [], bad).rows[0]
+    assert [(f.code, f.level.word) for f in reports.findings] == [("DDN181", "warn")]
