@@ -12,6 +12,7 @@ import typer
 from ddpdoctor import __version__
 from ddpdoctor.errors import EXIT_INTERNAL, EXIT_USAGE, DoctorError, UsageError
 from ddpdoctor.lint.command import lint as lint_command
+from ddpdoctor.node.command import node as node_command
 from ddpdoctor.options import (
     AsciiOpt,
     BackendOpt,
@@ -46,6 +47,7 @@ app = typer.Typer(
 app.command("lint")(lint_command)
 app.command("explain")(explain_command)
 app.command("env")(env_command)
+app.command("node")(node_command)
 
 
 def _launch_args(params: dict[str, Any]) -> Any:
