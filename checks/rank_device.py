@@ -4,7 +4,6 @@ affinity and intra-op threads, so oversubscription is caught."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections import defaultdict
 from typing import Any
@@ -31,35 +30,19 @@ def _nvml(uuid: str | None) -> dict[str, Any]:
     """Health facts from NVML for our GPU; empty when NVML is unavailable."""
     if not uuid:
         return {}
-    try:
-        import pynvml
+    from ddpdoctor.node import nvml
 
-        pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - no driver/NVML: a probe that cannot answer returns nothing
+    g = nvml.device_by_uuid(uuid)
+    if g is None:
         return {}
-    out: dict[str, Any] = {}
-    try:
-        handle = pynvml.nvmlDeviceGetHandleByUUID(
-            uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"
-        )
-        out["name"] = pynvml.nvmlDeviceGetName(handle)
-        out["pci_bus_id"] = pynvml.nvmlDeviceGetPciInfo(handle).busId
-        for key, fn in (
-            ("temperature_c", lambda: pynvml.nvmlDeviceGetTemperature(handle, 0)),
-            ("throttle_reasons", lambda: pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle)),
-            ("pcie_gen", lambda: pynvml.nvmlDeviceGetCurrPcieLinkGeneration(handle)),
-            ("pcie_width", lambda: pynvml.nvmlDeviceGetCurrPcieLinkWidth(handle)),
-        ):
-            try:
-                out[key] = fn()
-            except Exception:  # noqa: BLE001
-                out[key] = None
-    except Exception:  # noqa: BLE001
-        pass
-    finally:
-        with contextlib.suppress(Exception):
-            pynvml.nvmlShutdown()
-    return out
+    return {
+        "name": g.name,
+        "pci_bus_id": g.pci_bus_id,
+        "temperature_c": g.temperature_c,
+        "throttle_reasons": g.clock_event_reasons,
+        "pcie_gen": g.pcie_gen,
+        "pcie_width": g.pcie_width,
+    }
 
 
 def run(ctx: Any) -> dict[str, Any]:

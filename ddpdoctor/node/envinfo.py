@@ -308,68 +308,34 @@ def shm(path: str = "/dev/shm") -> dict[str, Any]:
 
 
 def _nvml() -> dict[str, Any]:
-    """GPUs as NVML sees them (driver, memory, PCI bus, NVLink, topology)."""
-    try:
-        import pynvml
-    except Exception:
-        return {"available": False, "error": "pynvml not installed", "devices": []}
-    try:
-        pynvml.nvmlInit()
-    except Exception as e:
-        return {"available": False, "error": f"NVML unavailable: {e}", "devices": []}
-    try:
+    """GPUs as NVML sees them (driver, memory, PCI bus, NVLink, topology), through the project's
+    one NVML wrapper; the shape is `ddpdoctor.env/1`'s."""
+    from ddpdoctor.node import nvml
 
-        def text(v: Any) -> str:
-            return v.decode() if isinstance(v, bytes) else str(v)
-
-        count = pynvml.nvmlDeviceGetCount()
-        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
-        devices = []
-        for i, h in enumerate(handles):
-            mem = _guard(lambda h=h: pynvml.nvmlDeviceGetMemoryInfo(h))
-            links = []
-            for link in range(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18)):
-                state = _guard(lambda h=h, link=link: pynvml.nvmlDeviceGetNvLinkState(h, link))
-                if state is None:
-                    break
-                links.append(bool(state))
-            devices.append(
-                {
-                    "index": i,
-                    "name": _guard(lambda h=h: text(pynvml.nvmlDeviceGetName(h))),
-                    "memory_total_bytes": getattr(mem, "total", None),
-                    "memory_used_bytes": getattr(mem, "used", None),
-                    "pci_bus_id": _guard(lambda h=h: text(pynvml.nvmlDeviceGetPciInfo(h).busId)),
-                    "nvlink_active": sum(links) if links else None,
-                    "nvlink_links": len(links) if links else None,
-                }
-            )
-        levels = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
-        topology = [
-            [
-                "X"
-                if a == b
-                else _guard(
-                    lambda a=a, b=b: levels.get(
-                        int(pynvml.nvmlDeviceGetTopologyCommonAncestor(handles[a], handles[b])), "?"
-                    ),
-                    "unknown",
-                )
-                for b in range(count)
-            ]
-            for a in range(count)
-        ]
-        return {
-            "available": True,
-            "driver": _guard(lambda: text(pynvml.nvmlSystemGetDriverVersion())),
-            "cuda_driver": _guard(pynvml.nvmlSystemGetCudaDriverVersion),
-            "devices": devices,
-            "topology": topology,
-        }
-    except Exception as e:
-        return {"available": False, "error": f"NVML error: {e}", "devices": []}
-    finally:
-        _guard(pynvml.nvmlShutdown)
+    inv = nvml.inventory(health=False)
+    if not inv.available:
+        return {"available": False, "error": inv.error, "devices": []}
+    devices = []
+    for g in inv.devices:
+        links = [link.active for link in g.nvlinks if link.active is not None]
+        devices.append(
+            {
+                "index": g.index,
+                "name": g.name,
+                "memory_total_bytes": g.memory_total_bytes,
+                "memory_used_bytes": g.memory_used_bytes,
+                "pci_bus_id": g.pci_bus_id,
+                "nvlink_active": sum(links) if links else None,
+                "nvlink_links": len(links) if links else None,
+            }
+        )
+    return {
+        "available": True,
+        "driver": inv.driver,
+        "cuda_driver": inv.cuda_driver,
+        "devices": devices,
+        "topology": inv.topology,
+    }
 
 
 def torch_info(include_torch: bool) -> dict[str, Any]:

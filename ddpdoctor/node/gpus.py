@@ -21,16 +21,9 @@ def _visible_from_env() -> int | None:
 
 
 def nvml_count() -> int | None:
-    try:
-        import pynvml  # from nvidia-ml-py
+    from ddpdoctor.node import nvml
 
-        pynvml.nvmlInit()
-        try:
-            return int(pynvml.nvmlDeviceGetCount())
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:
-        return None
+    return nvml.device_count()
 
 
 def visible_gpus() -> tuple[int, str]:
