@@ -1,28 +1,33 @@
-"""One catalog, three ways to find a problem: the runtime probes' codes (DDP…), the lint rules
-(DDL…) and the log signatures (DDX…), gathered for `ddpdoctor problems`."""
+"""One catalog, four ways to find a problem: the runtime probes' codes (DDP…), node health
+(DDN…), the lint rules (DDL…) and the log signatures (DDX…), gathered for `ddpdoctor problems`."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ddpdoctor.report.problems import Problem
+
+
+def _problem(p: Problem) -> dict[str, Any]:
+    return {
+        "code": p.code,
+        "symbol": p.symbol,
+        "level": p.level.word,
+        "title": p.title,
+        "why": p.why,
+        "fix": p.fix,
+    }
+
 
 def document() -> dict[str, Any]:
     from ddpdoctor.lint.rules import RULES
+    from ddpdoctor.node.codes import ALL as NODE_PROBLEMS
     from ddpdoctor.report.problems import PROBLEMS
     from ddpdoctor.triage.signatures import SIGNATURES
 
     return {
-        "probes": [
-            {
-                "code": p.code,
-                "symbol": p.symbol,
-                "level": p.level.word,
-                "title": p.title,
-                "why": p.why,
-                "fix": p.fix,
-            }
-            for p in PROBLEMS.values()
-        ],
+        "probes": [_problem(p) for p in PROBLEMS.values()],
+        "node": [_problem(p) for p in NODE_PROBLEMS],
         "lint": [
             {
                 "code": r.code,

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ddpdoctor.report.model import Report
+from ddpdoctor.report.model import CheckResult, Report
 from ddpdoctor.report.units import human_bytes
 from ddpdoctor.runfiles import Heartbeat
 
@@ -24,6 +24,7 @@ def catalog(doc: dict[str, Any], ascii_only: bool = False, console: Console | No
     con = console or make_console(ascii_only)
     sections = (
         ("Run-time probes (ddpdoctor check / bench-allreduce)", "probes", "symbol"),
+        ("Node health (ddpdoctor node)", "node", "symbol"),
         ("Lint rules (ddpdoctor lint)", "lint", "symbol"),
         ("Log signatures (ddpdoctor explain)", "signatures", "root_cause"),
     )
@@ -84,7 +85,7 @@ ASCII = str.maketrans(
 )
 
 
-class _Out:
+class Out:
     """Prints through one console; in ASCII mode every line is transliterated, so logs and
     tickets that mangle UTF-8 still read right."""
 
@@ -93,6 +94,48 @@ class _Out:
 
     def __call__(self, text: str = "", **kw: Any) -> None:
         self.con.print(text.translate(ASCII) if self.ascii_only else text, **kw)
+
+
+def rows(checks: list[CheckResult], out: Out, verbose: bool = False) -> None:
+    """A row per check: its mark, title and summary, then each finding with its fix."""
+    from ddpdoctor.report.ranks import ranks_txt
+
+    arrow = "->" if out.ascii_only else "→"
+    for c in checks:
+        out(
+            f"{_mark(MARKS, c.status, out.ascii_only)} [bold]{escape(c.title)}[/] — "
+            f"{escape(c.summary)}"
+        )
+        for f in c.findings:
+            named = f.message.startswith(("rank ", "ranks "))
+            who = f" [dim]({ranks_txt(f.ranks)})[/]" if f.ranks and not named else ""
+            out(
+                f"    {_mark(LEVEL_MARKS, f.level.word, out.ascii_only)} [bold]{f.code}[/] "
+                f"{escape(f.message)}{who}",
+                soft_wrap=False,
+            )
+            if f.hint:
+                out(f"        [dim]{arrow} {escape(f.hint)}[/]")
+        if verbose and c.duration_s is not None:
+            out(f"        [dim]took {c.duration_s:.2f} s[/]")
+
+
+def count_line(checks: list[CheckResult], status: str, seconds: float | None, out: Out) -> None:
+    """The closing line: what was found, in how many checks, in how long (flutter doctor's)."""
+    from ddpdoctor.report.ranks import plural
+
+    counts = {"fail": 0, "warn": 0, "info": 0}
+    for c in checks:
+        for f in c.findings:
+            counts[f.level.word] += 1
+    colour = {"pass": "green", "warn": "yellow"}.get(status, "red")
+    word = {"pass": "No problems", "warn": "Warnings only"}.get(status, "Problems found")
+    took = f" ({seconds:.1f} s)" if seconds is not None else ""
+    out(
+        f"[{colour} bold]{word}[/]: {plural(counts['fail'], 'failure')}, "
+        f"{plural(counts['warn'], 'warning')}, {plural(counts['info'], 'note')} in "
+        f"{plural(len(checks), 'check')}{took}."
+    )
 
 
 def _mark(table: dict[str, tuple[str, str, str]], key: str, ascii_only: bool) -> str:
@@ -112,7 +155,7 @@ def report(
     from ddpdoctor.report.ranks import plural, ranks_txt
 
     con = console or make_console(ascii_only)
-    out = _Out(con, ascii_only)
+    out = Out(con, ascii_only)
     hosts = len({s.host for s in rep.ranks if s.host}) or 1
     node_view = rep.launch.get("view") == "node"
     where = (
@@ -126,23 +169,7 @@ def report(
         f"{where} · {rep.duration_s:.1f} s"
     )
     out()
-    for c in rep.checks:
-        out(
-            f"{_mark(MARKS, c.status, ascii_only)} [bold]{escape(c.title)}[/] — {escape(c.summary)}"
-        )
-        for f in c.findings:
-            named = f.message.startswith(("rank ", "ranks "))
-            who = f" [dim]({ranks_txt(f.ranks)})[/]" if f.ranks and not named else ""
-            out(
-                f"    {_mark(LEVEL_MARKS, f.level.word, ascii_only)} [bold]{f.code}[/] "
-                f"{escape(f.message)}{who}",
-                soft_wrap=False,
-            )
-            if f.hint:
-                arrow = "->" if ascii_only else "→"
-                out(f"        [dim]{arrow} {escape(f.hint)}[/]")
-        if verbose and c.duration_s is not None:
-            out(f"        [dim]took {c.duration_s:.2f} s[/]")
+    rows(rep.checks, out, verbose=verbose)
     if rep.root_cause:
         out()
         out(f"[bold red]Root cause:[/] {escape(rep.root_cause['message'])}")
@@ -151,16 +178,7 @@ def report(
     if verbose:
         _verbose(rep, con, out)
     out()
-    counts = {"fail": 0, "warn": 0, "info": 0}
-    for f in rep.findings():
-        counts[f.level.word] += 1
-    bad = {"pass": "green", "warn": "yellow"}.get(rep.status, "red")
-    word = {"pass": "No problems", "warn": "Warnings only", "fail": "Problems found"}[rep.status]
-    out(
-        f"[{bad} bold]{word}[/]: {plural(counts['fail'], 'failure')}, {plural(counts['warn'], 'warning')}, "
-        f"{plural(counts['info'], 'note')} in {plural(len(rep.checks), 'check')} "
-        f"({rep.duration_s:.1f} s)."
-    )
+    count_line(rep.checks, rep.status, rep.duration_s, out)
     if node_view:
         master = rep.launch.get("master_addr") or "the node that runs rank 0"
         out(
@@ -171,7 +189,7 @@ def report(
         out(f"[dim]Rank files and logs: {run_dir}[/]")
 
 
-def _hosts_table(rep: Report, con: Console, out: _Out) -> None:
+def _hosts_table(rep: Report, con: Console, out: Out) -> None:
     from rich import box
 
     from ddpdoctor.report.ranks import fmt_ranks
@@ -197,7 +215,7 @@ def _hosts_table(rep: Report, con: Console, out: _Out) -> None:
     con.print(table)
 
 
-def _verbose(rep: Report, con: Console, out: _Out) -> None:
+def _verbose(rep: Report, con: Console, out: Out) -> None:
     from rich import box
 
     table = Table(
@@ -229,7 +247,7 @@ def _verbose(rep: Report, con: Console, out: _Out) -> None:
         out(f"[dim]torchrun command:[/] {escape(shlex.join(cmd))}", soft_wrap=True)
 
 
-def _sweep(doc: dict[str, Any], out: _Out, ascii_only: bool) -> None:
+def _sweep(doc: dict[str, Any], out: Out, ascii_only: bool) -> None:
     """nccl-tests' table (plus the slowest/fastest rank), a busbw bar chart, the average line."""
     # nccl-tests' fixed-width layout, so admins can read it the way they read all_reduce_perf
     head = f"{'size':>12} {'count':>11} {'type':>8} {'redop':>5} {'time':>10} {'algbw':>8} {'busbw':>8} {'wrong':>6}"
@@ -264,7 +282,7 @@ def _sweep(doc: dict[str, Any], out: _Out, ascii_only: bool) -> None:
     )
 
 
-def _pairs(doc: dict[str, Any], out: _Out) -> None:
+def _pairs(doc: dict[str, Any], out: Out) -> None:
     """The pair matrix: busbw (GB/s) between every two units, slow pairs marked."""
     units, pairs = doc.get("units") or [], doc["pairs"]
     if not pairs:
@@ -301,7 +319,7 @@ def bench(
     from ddpdoctor.report.ranks import plural
 
     con = console or make_console(ascii_only)
-    out = _Out(con, ascii_only)
+    out = Out(con, ascii_only)
     hosts = max(rep.nnodes, len({s.host for s in rep.ranks if s.host}))
     out(
         f"[bold]ddpdoctor bench-allreduce[/] · {rep.backend} · {plural(rep.world_size, 'rank')} on "

@@ -104,3 +104,5 @@ def test_problems_lists_the_catalog() -> None:
         p["code"][:3] for p in doc["signatures"]
     } == {"DDX"}
     assert codes[:3] == ["DDP101", "DDP102", "DDP103"] and len(codes) == len(set(codes))
+    node = [p["code"] for p in doc["node"]]
+    assert node and {c[:3] for c in node} == {"DDN"} and len(node) == len(set(node))
