@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from ddpdoctor import __version__
-from ddpdoctor.errors import EXIT_INTERNAL, EXIT_USAGE, DoctorError, UsageError
+from ddpdoctor.errors import EXIT_INTERNAL, EXIT_USAGE, DoctorError, UsageError, printable
 from ddpdoctor.lint.command import lint as lint_command
 from ddpdoctor.node.command import node as node_command
 from ddpdoctor.options import (
@@ -219,10 +219,12 @@ def report_cmd(
 def problems(
     json_path: JsonOpt = None,
     ascii_only: AsciiOpt = False,
+    debug: DebugOpt = False,
 ) -> None:
     """List every code ddpdoctor can report (probes, lint rules, log signatures), with why and the fix."""
     from ddpdoctor.report import catalog, render, schema
 
+    schema.check_writable(json_path)
     doc = catalog.document()
     if json_path:
         schema.write(doc, json_path)
@@ -243,10 +245,10 @@ def main(argv: list[str] | None = None) -> None:
         print("ddpdoctor: interrupted", file=sys.stderr)
         code = 130
     except UsageError as e:
-        print(f"ddpdoctor: error: {e}", file=sys.stderr)
+        print(f"ddpdoctor: error: {printable(str(e))}", file=sys.stderr)
         code = EXIT_USAGE
     except DoctorError as e:
-        print(f"ddpdoctor: {e}", file=sys.stderr)
+        print(f"ddpdoctor: {printable(str(e))}", file=sys.stderr)
         code = e.exit_code
     except KeyboardInterrupt:
         print("ddpdoctor: interrupted", file=sys.stderr)
@@ -258,7 +260,8 @@ def main(argv: list[str] | None = None) -> None:
             if debug:
                 raise
             print(
-                f"ddpdoctor: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)",
+                f"ddpdoctor: internal error: {type(e).__name__}: {printable(str(e))} "
+                "(rerun with --debug for the traceback)",
                 file=sys.stderr,
             )
             sys.exit(EXIT_INTERNAL)
@@ -266,6 +269,6 @@ def main(argv: list[str] | None = None) -> None:
         ctx = getattr(e, "ctx", None)
         if ctx is not None:
             hint = f" (see '{ctx.command_path} --help')"
-        print(f"ddpdoctor: error: {e.format_message()}{hint}", file=sys.stderr)
+        print(f"ddpdoctor: error: {printable(e.format_message())}{hint}", file=sys.stderr)
         code = EXIT_USAGE if e.exit_code == EXIT_USAGE else e.exit_code
     sys.exit(code or 0)

@@ -22,3 +22,9 @@ class CannotRun(DoctorError):
     """ddpdoctor itself could not run (torchrun missing, internal error): exit 3."""
 
     exit_code = EXIT_INTERNAL
+
+
+def printable(text: str) -> str:
+    """A user's text inside a one-line message: control characters escaped, never raw (a
+    newline in an argument must not break the line, an ESC must not reach the terminal)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,6 +28,9 @@ LAUNCHER_LOG = "torchrun.log"
 
 # Check entry statuses on the rank side (the report's statuses are judged from these).
 ENTRY_OK, ENTRY_SKIP, ENTRY_ERROR, ENTRY_TIMEOUT = "ok", "skip", "error", "timeout"
+
+LOCK = ".ddpdoctor.lock"
+_OURS = re.compile(r"rank-\d+\.(?:json|beat|log|trace\.json|stack\.txt)")
 
 T = TypeVar("T")
 
@@ -336,6 +340,29 @@ class RunFolder:
             except (TypeError, ValueError, KeyError):
                 continue
         return out
+
+    def lock(self) -> Any | None:
+        """Take the folder for this run (an open file with an exclusive lock, held until closed or
+        the process ends), or None when another run holds it. Raises OSError when the folder
+        cannot be written at all (a read-only file system)."""
+        import fcntl
+
+        fh = open(self.path / LOCK, "a+")  # noqa: SIM115 - the caller holds it for the run
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.close()
+            return None
+        return fh
+
+    def remove_stale(self) -> None:
+        """Remove what an earlier run left here: ddpdoctor's own files only (rank-N.json|beat|log,
+        spec, gathered, torchrun's log), never another tool's `rank-*` files."""
+        for p in self.path.iterdir():
+            if p.name in (SPEC, GATHERED, LAUNCHER_LOG) or _OURS.fullmatch(p.name):
+                if p.is_dir() and not p.is_symlink():
+                    raise IsADirectoryError(21, "Is a directory", str(p))
+                p.unlink(missing_ok=True)
 
     def remove_rank_files(self, rank: int) -> None:
         """A folder reused by an earlier run of the same job id: drop this rank's old files."""

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import csv
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 from ddpdoctor.bench import engine, sweep
 from ddpdoctor.errors import UsageError
 from ddpdoctor.job.plan import LaunchArgs, plan
-from ddpdoctor.job.session import exit_code, kept_run_dir, launched
+from ddpdoctor.job.session import exit_code, kept_run_dir, launched, output_failed
 from ddpdoctor.report import schema
 from ddpdoctor.report.model import Report
 from ddpdoctor.report.units import human_bytes
@@ -80,7 +81,14 @@ def options(args: BenchArgs, backend: str) -> dict[str, Any]:
         )
     if hi > 16 << 30:
         raise UsageError("--max-bytes above 16G is not supported")
+    if args.expect_busbw is not None and hi < engine.BANDWIDTH_MIN_BYTES:
+        raise UsageError(
+            f"--expect-busbw needs sizes of {human_bytes(engine.BANDWIDTH_MIN_BYTES)} or more "
+            f"(--max-bytes is {human_bytes(hi)})"
+        )
     schema.check_writable(args.csv_path)
+    if args.csv_path == "-" and args.launch.json_path == "-":
+        raise UsageError("--json - and --csv - cannot both have stdout; give one of them a file")
     return {
         "min_bytes": lo,
         "max_bytes": hi,
@@ -128,6 +136,9 @@ def document(report: Report, opts: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_csv(doc: dict[str, Any], path: str) -> None:
+    """The rows as CSV, to a file or to stdout for '-' (as --json takes it)."""
+    import io
+
     cols = [
         "bytes",
         "count",
@@ -140,11 +151,16 @@ def write_csv(doc: dict[str, Any], path: str) -> None:
         "fastest_rank",
         "fastest_us",
     ]
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(["dtype", "op", *cols])
-        for r in doc["rows"]:
-            w.writerow([doc["dtype"], doc["op"], *(r[c] for c in cols)])
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf)
+    w.writerow(["dtype", "op", *cols])
+    for r in doc["rows"]:
+        w.writerow([doc["dtype"], doc["op"], *(r[c] for c in cols)])
+    if path == "-":
+        sys.stdout.write(buf.getvalue())
+        sys.stdout.flush()
+    else:
+        schema.write_text(path, buf.getvalue())
 
 
 def run(args: BenchArgs) -> int:
@@ -160,14 +176,19 @@ def run(args: BenchArgs) -> int:
         sizes = sweep.sizes(opts["min_bytes"], opts["max_bytes"], opts["factor"], opts["dtype"])
         job, steps = ["bench"], len(sizes) + 2
     p = plan(args.launch, job, options={"bench": opts}, steps=steps)
-    json_only = args.launch.json_path == "-"
+    json_only = "-" in (args.launch.json_path, args.csv_path)  # stdout carries only that
     title = "ddpdoctor bench-allreduce"
     with launched(p, title, not json_only, args.launch.ascii_only) as report:
         doc = document(report, opts)
+        failed = None
         if args.launch.json_path:
-            schema.write(doc, args.launch.json_path)
-        if args.csv_path:
-            write_csv(doc, args.csv_path)
+            path = args.launch.json_path
+            failed = schema.try_write(lambda: schema.write(doc, path), path)
+        if args.csv_path and not failed:
+            csv_path = args.csv_path
+            failed = schema.try_write(lambda: write_csv(doc, csv_path), csv_path)
+        if failed:
+            p.keep_run_dir = True
         if not json_only:
             render.bench(
                 report,
@@ -176,4 +197,4 @@ def run(args: BenchArgs) -> int:
                 ascii_only=args.launch.ascii_only,
                 run_dir=kept_run_dir(p, report),
             )
-        return exit_code(report, "fail")
+        return output_failed(failed) if failed else exit_code(report, "fail")

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int32": 4}
 OPS = ("sum", "max", "min", "avg")
+BANDWIDTH_MIN_BYTES = 1 << 20  # smaller messages measure latency, not bandwidth
 PATTERN = 4  # values cycle through 1..PATTERN, exact in every dtype for thousands of ranks
 
 
@@ -208,7 +209,7 @@ def wrong_values(rows: list[Row]) -> Finding | None:
     )
 
 
-def avg_busbw(rows: list[Row], min_bytes: int = 1 << 20) -> float | None:
+def avg_busbw(rows: list[Row], min_bytes: int = BANDWIDTH_MIN_BYTES) -> float | None:
     """Average busbw over the sizes that measure bandwidth rather than latency (≥ 1 MiB)."""
     big = [r.busbw_gbps for r in rows if r.bytes >= min_bytes]
     return sum(big) / len(big) if big else None

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from ddpdoctor import registry
 from ddpdoctor.job.collect import to_json
 from ddpdoctor.job.plan import LaunchArgs, check_fail_on, plan
-from ddpdoctor.job.session import exit_code, kept_run_dir, launched
+from ddpdoctor.job.session import exit_code, kept_run_dir, launched, output_failed
 from ddpdoctor.report import schema
 
 
@@ -26,8 +26,11 @@ def run(args: CheckArgs) -> int:
     p = plan(args.launch, registry.select(args.only, args.skip))
     json_path = args.launch.json_path
     with launched(p, "ddpdoctor check", json_path != "-", args.launch.ascii_only) as report:
+        failed = None
         if json_path:
-            schema.write(to_json(report), json_path)
+            failed = schema.try_write(lambda: schema.write(to_json(report), json_path), json_path)
+        if failed:
+            p.keep_run_dir = True
         if json_path != "-":
             render.report(
                 report,
@@ -35,7 +38,7 @@ def run(args: CheckArgs) -> int:
                 ascii_only=args.launch.ascii_only,
                 run_dir=kept_run_dir(p, report),
             )
-        return exit_code(report, args.fail_on)
+        return output_failed(failed) if failed else exit_code(report, args.fail_on)
 
 
 @dataclass

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ddpdoctor import runfiles
-from ddpdoctor.errors import CannotRun, UsageError
+from ddpdoctor.errors import CannotRun, UsageError, printable
 from ddpdoctor.job.launch import LaunchSpec, free_port, port_busy, torchrun_command
 from ddpdoctor.node import gpus
 from ddpdoctor.report import problems, schema
@@ -52,6 +52,24 @@ class Plan:
     spec: LaunchSpec
     job: JobSpec  # written to spec.json for the workers
     keep_run_dir: bool
+    lock: Any = None  # held for the whole run: a second run in the same --run-dir is refused
+
+
+def claim_run_dir(run_dir: Path) -> Any:
+    """A --run-dir we can use: created if needed, writable, not in use by another run (locked
+    for this one), and emptied of the files an earlier run left, ours only."""
+    shown = printable(str(run_dir))
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        folder = runfiles.RunFolder(run_dir)
+        lock = folder.lock()
+        if lock is None:
+            raise UsageError(f"--run-dir {shown} is in use by another ddpdoctor run")
+        folder.remove_stale()
+    except OSError as exc:
+        name = f" ({printable(exc.filename)})" if exc.filename else ""
+        raise UsageError(f"cannot use --run-dir {shown}: {exc.strerror}{name}") from None
+    return lock
 
 
 def check_fail_on(fail_on: str) -> None:
@@ -89,6 +107,7 @@ def plan(
     nproc = args.nproc if args.nproc is not None else (count or 2)
     if not 1 <= nproc <= 1024:
         raise UsageError(f"--nproc must be between 1 and 1024, not {nproc}")
+    _check_memory(nproc, backend)
     if importlib.util.find_spec("torch") is None:
         raise CannotRun(
             "torch is not installed in this Python, so torchrun cannot start (pip install torch)"
@@ -96,14 +115,10 @@ def plan(
 
     if args.run_dir:
         run_dir = Path(args.run_dir)
-        try:
-            run_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UsageError(f"cannot use --run-dir {args.run_dir}: {exc.strerror}") from None
-        for stale in [*run_dir.glob("rank-*"), run_dir / runfiles.GATHERED]:
-            stale.unlink(missing_ok=True)
+        lock = claim_run_dir(run_dir)
     else:
         run_dir = Path(tempfile.mkdtemp(prefix="ddpdoctor-"))
+        lock = runfiles.RunFolder(run_dir).lock()
 
     port = args.master_port
     if port is None and not args.rdzv_endpoint:
@@ -138,7 +153,26 @@ def plan(
         options=options or {},
     )
     job.command = torchrun_command(spec)
-    return Plan(spec=spec, job=job, keep_run_dir=bool(args.run_dir))
+    return Plan(spec=spec, job=job, keep_run_dir=bool(args.run_dir), lock=lock)
+
+
+CPU_RANK_BYTES = 350 << 20  # what one CPU rank of torch + gloo + the probes takes here
+
+
+def _check_memory(nproc: int, backend: str) -> None:
+    """Refuse a CPU run whose ranks cannot fit in memory (they would be OOM-killed one by one
+    and look like crashes); on GPUs the host memory per rank is far smaller than the GPU's."""
+    if backend != "gloo":
+        return
+    import psutil
+
+    available = psutil.virtual_memory().available
+    need = nproc * CPU_RANK_BYTES
+    if need > available:
+        raise UsageError(
+            f"--nproc {nproc} needs about {need / 2**30:.1f} GiB on CPU ({CPU_RANK_BYTES >> 20} MiB "
+            f"per rank) and this machine has {available / 2**30:.1f} GiB available"
+        )
 
 
 def _nonce(args: LaunchArgs, checks: list[str]) -> str:

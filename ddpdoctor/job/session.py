@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ddpdoctor.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS
+from ddpdoctor.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from ddpdoctor.job import collect, known_errors
 from ddpdoctor.job.launch import LaunchOutcome, Tick
 from ddpdoctor.job.plan import Plan, preflight
@@ -61,6 +62,13 @@ def execute(p: Plan, on_tick: Tick | None = None) -> Report:
         outcome = launch.run(p.spec, on_tick=on_tick)
         found = launcher_problems(outcome, bool(folder.read_beats()))
     return collect.assemble(p.spec.run_dir, p.job, outcome, launch_problems=found)
+
+
+def output_failed(message: str) -> int:
+    """A finished run whose output file could not be written: the report was printed and the
+    run folder kept; say so on stderr and exit as a usage error."""
+    print(f"ddpdoctor: error: {message} (the report was kept: see above)", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def exit_code(report: Report, fail_on: str) -> int:

@@ -3,14 +3,17 @@ Schema for each kind ships in `ddpdoctor/schemas/` and the tests validate real o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import stat
 import sys
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ddpdoctor.errors import UsageError
+from ddpdoctor.errors import UsageError, printable
 
 VERSIONS = {"report": 1, "bench": 1, "env": 1, "explain": 1, "lint": 1, "node": 1}
 
@@ -32,27 +35,87 @@ def dumps(doc: dict[str, Any]) -> str:
 
 
 def check_writable(path: str | None) -> None:
-    """Fail early (exit 2) for a --json/--csv path we could not write, before any work is done."""
+    """Fail early (exit 2) for a --json/--csv path we could not write, before any work is done:
+    the path is opened for appending (nothing is truncated) and a file created only for the test
+    is removed again. Devices and FIFOs are fine: they are written through."""
     if path is None or path == "-":
         return
+    try:
+        _probe_writable(path)
+    except OSError as exc:
+        raise UsageError(f"cannot write {printable(path)}: {exc.strerror or exc}") from None
+
+
+def _probe_writable(path: str) -> None:
     p = Path(path)
+    if path.endswith("/") or p.is_dir():
+        raise UsageError(f"{printable(path)} is a directory, not a file")
     parent = p.parent if str(p.parent) else Path(".")
-    if p.is_dir():
-        raise UsageError(f"{path} is a directory, not a file")
     if not parent.is_dir():
-        raise UsageError(f"cannot write {path}: folder {parent} does not exist")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise UsageError(f"cannot write {path}: permission denied")
+        raise UsageError(
+            f"cannot write {printable(path)}: folder {printable(str(parent))} does not exist"
+        )
+    try:
+        if stat.S_ISFIFO(os.stat(p).st_mode):
+            return  # opening a FIFO for writing waits for its reader: that is the writer's moment
+    except OSError:
+        pass
+    existed = os.path.lexists(p)
+    try:
+        fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise UsageError(f"cannot write {printable(path)}: {exc.strerror}") from None
+    os.close(fd)
+    if not existed:
+        with contextlib.suppress(OSError):
+            os.unlink(p)
+
+
+def write_text(path: str, text: str) -> None:
+    """Write a whole file. A regular file (or a new path, or a symlink to a regular file) is
+    replaced atomically, so a reader never sees half of it; anything else (/dev/null,
+    /dev/stdout, a FIFO) is written through: replacing a device node would turn it into a
+    regular file for the whole machine."""
+    target = Path(os.path.realpath(path))
+    try:
+        regular = stat.S_ISREG(os.stat(target).st_mode)
+    except FileNotFoundError:
+        regular = True  # a new file
+    if not regular:
+        with open(target, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return
+    tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
+    try:
+        try:
+            fh = open(tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        except PermissionError:  # a writable file in a folder we cannot add to
+            with open(target, "w", encoding="utf-8") as direct:
+                direct.write(text)
+            return
+        with fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def try_write(write: Callable[[], None], path: str) -> str | None:
+    """Run a write that comes after the work; a failure is a one-line message for the user
+    (the caller still prints the report and keeps the run folder), never a lost report."""
+    try:
+        write()
+    except OSError as exc:
+        return f"cannot write {printable(path)}: {exc.strerror or exc}"
+    return None
 
 
 def write(doc: dict[str, Any], path: str) -> None:
-    """Write a document to a file, or to stdout for '-'. Atomic for files."""
+    """Write a document to a file, or to stdout for '-'."""
     text = dumps(doc) + "\n"
     if path == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    write_text(path, text)
