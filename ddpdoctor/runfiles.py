@@ -104,9 +104,13 @@ class CheckEntry:
         return cls(**d)
 
 
+ORPHANED = "launcher gone"  # a Termination's signal when the rank ended itself: torchrun died
+
+
 @dataclass
 class Termination:
-    """The launcher tore this rank down (SIGTERM after another rank failed)."""
+    """The launcher tore this rank down (SIGTERM after another rank failed), or the rank ended
+    itself because its launcher was gone (ORPHANED)."""
 
     signal: str
     t: float

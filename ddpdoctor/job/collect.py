@@ -14,7 +14,7 @@ from typing import Any
 
 from ddpdoctor import registry
 from ddpdoctor.job import known_errors, rank_states
-from ddpdoctor.job.launch import LaunchOutcome
+from ddpdoctor.job.launch import LaunchOutcome, tail_text
 from ddpdoctor.report import problems, schema
 from ddpdoctor.report.model import (
     ERROR,
@@ -174,6 +174,7 @@ def assemble(
     )
     if node_view:
         states = [s for s in states if s.rank in local]
+    rank_states.explain_crashes(states, lambda r: tail_text(RunFolder(run_dir).log_file(r), 8000))
     world_size = world_size or len(states) or 1
     world = World(
         world_size=world_size,
@@ -184,6 +185,8 @@ def assemble(
     )
     root = rank_states.root_cause(states)
     failed = {s.rank: s for s in states if s.state != OK}
+    if outcome is not None and outcome.launcher_killed:
+        root = None  # the ranks ended because their launcher did: the launch finding says so
     if launch_problems and not docs and not beats:
         # nothing ran: the launch problem is the whole story, not N "missing" ranks
         for s in states:
@@ -250,6 +253,7 @@ def _launch_json(
         "node_rank": spec.node_rank,
         "view": "node" if node_view else "job",
         "launcher_tail": outcome.launcher_tail if outcome else None,
+        "signal": outcome.signal if outcome else None,
     }
     return {k: v for k, v in fields.items() if v is not None}
 
@@ -295,13 +299,14 @@ def _place_rank_findings(
     if not failed or not checks:
         return
     index = {c.id: c for c in checks}
+    cause_elsewhere = any(s.signal != "SIGTERM" for s in failed.values())
     for rank, st in sorted(failed.items()):
         target = index.get(st.last_check or "") or index.get(group_row) or checks[0]
         if st.state == MISSING:
             target = index.get(group_row) or checks[0]
         entries = by_check.get(target.id, {})
         waited = sorted(r for r, e in entries.items() if r != rank and e.failed)
-        finding = rank_states.rank_finding(st, waited)
+        finding = rank_states.rank_finding(st, waited, cause_elsewhere)
         target.findings.insert(0, finding)
         if target.status in ("pass", "warn", SKIP):
             target.status = "fail" if finding.level >= Level.FAIL else "warn"

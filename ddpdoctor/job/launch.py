@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -85,8 +86,61 @@ class LaunchOutcome:
     exitcodes: dict[int, int] = field(default_factory=dict)
     pids: dict[int, int] = field(default_factory=dict)
     dead_at: dict[int, float] = field(default_factory=dict)  # when a rank was first seen gone
+    signal: str | None = None  # what interrupted us (SIGINT, SIGTERM, SIGHUP)
+    busy: dict[int, float] = field(default_factory=dict)  # hung ranks' CPU use while stuck (cores)
+
+    @property
+    def launcher_killed(self) -> str | None:
+        """torchrun died by a signal that did not come from us (we kill it only at the end, and
+        then record when)."""
+        if self.verdict != "finished" or self.killed_at is not None:
+            return None
+        if self.returncode is None or self.returncode >= 0:
+            return None
+        try:
+            return signal.Signals(-self.returncode).name
+        except ValueError:
+            return f"signal {-self.returncode}"
+
     launcher_tail: str = ""
     reason: str = ""
+
+
+class Interrupted(Exception):
+    """SIGTERM or SIGHUP to ddpdoctor (timeout, Slurm, Kubernetes, CI cancellation, a closed ssh
+    session): handled like Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_interrupted(signum: int, _frame: Any) -> None:
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def _interruptible() -> Any:
+    """SIGTERM and SIGHUP raise Interrupted in the main thread while the launch runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.signal(s, _raise_interrupted) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+def _die_with_parent() -> None:
+    """In torchrun's process, before it starts: the kernel kills it when ddpdoctor dies, even by
+    SIGKILL; its workers then see their parent gone and end themselves (rank.recorder)."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -238,12 +292,15 @@ def _finished(beats: dict[int, Heartbeat], rank: int) -> bool:
     return beat is not None and beat.finished
 
 
-def _tail(path: Path, limit: int = 4000) -> str:
+def tail_text(path: Path, limit: int = 4000) -> str:
+    """The last `limit` bytes of a log, as text; empty when it cannot be read."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as fh:
+            fh.seek(0, 2)
+            fh.seek(max(0, fh.tell() - limit))
+            return fh.read().decode("utf-8", errors="replace")
     except OSError:
         return ""
-    return data[-limit:].decode("utf-8", errors="replace")
 
 
 def run(spec: LaunchSpec, on_tick: Tick | None = None) -> LaunchOutcome:
@@ -262,6 +319,7 @@ def run(spec: LaunchSpec, on_tick: Tick | None = None) -> LaunchOutcome:
                 stdin=subprocess.DEVNULL,
                 env=env,
                 start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
         except OSError as exc:
             return LaunchOutcome(None, "launch-failed", started, 0.0, cmd, reason=str(exc))
@@ -271,60 +329,64 @@ def run(spec: LaunchSpec, on_tick: Tick | None = None) -> LaunchOutcome:
     done_at: float | None = None
     dead_at: dict[int, float] = {}
     expected = spec.local_ranks()
+    interrupted_by: str | None = None
+    busy: dict[int, float] = {}
     try:
-        while proc.poll() is None:
-            time.sleep(POLL_S)
-            now = time.time()
-            beats = folder.read_beats()
-            procs = workers.scan(beats)
-            for r in workers.dead(procs, beats):
-                dead_at.setdefault(r, now)
-            if on_tick:
-                on_tick(beats, now - started)
-            local = expected if expected is not None else set(procs) | set(beats)
-            unfinished = {r for r in local if not _finished(beats, r) and r not in dead_at}
-            finished = [r for r in local if _finished(beats, r)]
-            if not unfinished and len(finished) >= spec.nproc:
-                # every rank is done and has said so: torchrun's own teardown adds nothing
-                done_at = done_at or now
-                if now - done_at > FINISHED_GRACE_S:
+        with _interruptible():
+            while proc.poll() is None:
+                time.sleep(POLL_S)
+                now = time.time()
+                beats = folder.read_beats()
+                procs = workers.scan(beats)
+                for r in workers.dead(procs, beats):
+                    dead_at.setdefault(r, now)
+                if on_tick:
+                    on_tick(beats, now - started)
+                local = expected if expected is not None else set(procs) | set(beats)
+                unfinished = {r for r in local if not _finished(beats, r) and r not in dead_at}
+                finished = [r for r in local if _finished(beats, r)]
+                if not unfinished and len(finished) >= spec.nproc:
+                    # every rank is done and has said so: torchrun's own teardown adds nothing
+                    done_at = done_at or now
+                    if now - done_at > FINISHED_GRACE_S:
+                        break
+                    continue
+                finished_any = any(b.finished for b in beats.values())
+
+                def idle(r: int, beats: dict[int, Heartbeat] = beats, now: float = now) -> float:
+                    b = beats.get(r)
+                    return now - (b.t_phase if b else started)
+
+                stuck = [
+                    r
+                    for r in unfinished
+                    if idle(r)
+                    > (
+                        spec.timeout + spec.grace_s
+                        if r in beats
+                        else max(spec.startup_s, spec.timeout + spec.grace_s)
+                    )
+                ]
+                if finished_any:  # the others are done: whoever is still not moving is stuck
+                    stuck += [r for r in unfinished if r not in stuck and idle(r) > spec.grace_s]
+                if expected is None and len(local) < spec.nproc and now - started > spec.startup_s:
+                    stuck += sorted(unfinished) or [-1]  # some of this node's ranks never started
+                if stuck:
+                    verdict, hung = "hung", sorted(set(stuck))
+                    reason = f"rank {','.join(map(str, hung))} made no progress"
+                    busy = _cpu_use({r: procs[r] for r in hung if r in procs})
                     break
-                continue
-            finished_any = any(b.finished for b in beats.values())
-
-            def idle(r: int, beats: dict[int, Heartbeat] = beats, now: float = now) -> float:
-                b = beats.get(r)
-                return now - (b.t_phase if b else started)
-
-            stuck = [
-                r
-                for r in unfinished
-                if idle(r)
-                > (
-                    spec.timeout + spec.grace_s
-                    if r in beats
-                    else max(spec.startup_s, spec.timeout + spec.grace_s)
-                )
-            ]
-            if finished_any:  # the others are done: whoever is still not moving is stuck
-                stuck += [r for r in unfinished if r not in stuck and idle(r) > spec.grace_s]
-            if expected is None and len(local) < spec.nproc and now - started > spec.startup_s:
-                stuck += sorted(unfinished) or [-1]  # some of this node's ranks never started
-            if stuck:
-                verdict, hung = "hung", sorted(set(stuck))
-                reason = f"rank {','.join(map(str, hung))} made no progress"
-                break
-            if now - started > spec.deadline_s:
-                verdict, hung, reason = (
-                    "deadline",
-                    sorted(unfinished),
-                    f"the run passed its {spec.deadline_s:.0f} s bound",
-                )
-                break
-    except KeyboardInterrupt:
-        verdict, reason = "interrupted", "interrupted by the user"
-        beats = folder.read_beats()
-        hung = sorted(r for r in (expected or set(beats)) if not _finished(beats, r))
+                if now - started > spec.deadline_s:
+                    verdict, hung, reason = (
+                        "deadline",
+                        sorted(unfinished),
+                        f"the run passed its {spec.deadline_s:.0f} s bound",
+                    )
+                    break
+    except (KeyboardInterrupt, Interrupted) as exc:
+        # the ranks did nothing wrong: those still running are ended, not called hung
+        interrupted_by = exc.args[0] if isinstance(exc, Interrupted) else "SIGINT"
+        verdict, reason, hung = "interrupted", f"interrupted by {interrupted_by}", []
     finally:
         if proc.poll() is None:
             beats = folder.read_beats()
@@ -335,7 +397,7 @@ def run(spec: LaunchSpec, on_tick: Tick | None = None) -> LaunchOutcome:
             _kill_all(proc, procs)
         else:
             _kill_all(proc, workers.scan(folder.read_beats()))
-    tail = _tail(log_path)
+    tail = tail_text(log_path)
     return LaunchOutcome(
         returncode=proc.returncode,
         verdict=verdict,
@@ -346,9 +408,36 @@ def run(spec: LaunchSpec, on_tick: Tick | None = None) -> LaunchOutcome:
         hung_ranks=hung if verdict != "finished" else [],
         stopped_ranks=stopped,
         killed_ranks=killed,
-        exitcodes=parse_exitcodes(_tail(log_path, 200_000)),
+        exitcodes=parse_exitcodes(tail_text(log_path, 200_000)),
         pids={r: p.pid for r, p in procs.items()},
         dead_at=dead_at,
         launcher_tail=tail,
         reason=reason,
+        signal=interrupted_by,
+        busy=busy,
     )
+
+
+BUSY_SAMPLE_S = 0.5
+BUSY_CORES = 0.5  # a rank blocked in a collective sleeps; one that computes uses a core
+
+
+def _cpu_use(procs: dict[int, Any]) -> dict[int, float]:
+    """Cores each stuck rank used over a short window: a busy rank is slow, not blocked."""
+    import psutil
+
+    def cpu(p: Any) -> float | None:
+        try:
+            t = p.cpu_times()
+            return float(t.user + t.system)
+        except psutil.Error:
+            return None
+
+    before = {r: cpu(p) for r, p in procs.items()}
+    time.sleep(BUSY_SAMPLE_S)
+    out = {}
+    for r, p in procs.items():
+        a, b = before[r], cpu(p)
+        if a is not None and b is not None and (b - a) / BUSY_SAMPLE_S >= BUSY_CORES:
+            out[r] = round((b - a) / BUSY_SAMPLE_S, 2)
+    return out

@@ -4,15 +4,17 @@ and their pulse in the rendezvous store. Also the root cause: the earliest failu
 
 from __future__ import annotations
 
+import re
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ddpdoctor.job.launch import LaunchOutcome
 from ddpdoctor.report import problems
 from ddpdoctor.report.model import CRASHED, HUNG, MISSING, OK, Finding, Level, RankState
 from ddpdoctor.report.ranks import ranks_txt
-from ddpdoctor.runfiles import Gathered, Heartbeat, Pulse, RankDoc
+from ddpdoctor.runfiles import ORPHANED, Gathered, Heartbeat, Pulse, RankDoc
 
 
 def signal_name(exitcode: int | None) -> str | None:
@@ -93,22 +95,38 @@ def assess(
             term = doc.terminated
             st.state, st.signal = CRASHED, term.signal
             st.failed_at = term.t
-            st.detail = f"terminated by the launcher while in {term.check} ({term.phase})"
+            who = (
+                "ended itself when its launcher died"
+                if term.signal == ORPHANED
+                else "terminated by the launcher"
+            )
+            st.detail = f"{who} while in {term.check} ({term.phase})"
         elif rank in hung and beat:
             st.state = HUNG
             # a stopped process stops its alive ticks too: that is when it stopped responding
             last = beat.t_alive if rank in stopped else beat.t_phase
             st.failed_at = last or killed_at
             how = "; the process was stopped (SIGSTOP or a debugger)" if rank in stopped else ""
-            st.detail = (
-                f"stopped responding in {beat.check} ({beat.phase}) "
-                f"{killed_at - st.failed_at:.1f} s before the verdict{how}"
-            )
+            idle = f"{killed_at - st.failed_at:.1f} s"
+            cores = o.busy.get(rank) if o else None
+            if cores is not None:  # computing, not blocked: slow for this deadline
+                st.detail = (
+                    f"made no progress in {beat.check} ({beat.phase}) for {idle} while busy on "
+                    f"the CPU ({cores:g} cores): not blocked, but slower than --timeout allows"
+                )
+            else:
+                st.detail = (
+                    f"stopped responding in {beat.check} ({beat.phase}) {idle} before the "
+                    f"verdict{how}"
+                )
         elif rank in killed and beat:
             st.state = OK
-            st.detail = (
-                f"alive, waiting in {beat.check} ({beat.phase}) when ddpdoctor ended the run"
+            when = (
+                f"when the run was interrupted ({o.signal})"
+                if o and o.verdict == "interrupted"
+                else "when ddpdoctor ended the run"
             )
+            st.detail = f"alive, waiting in {beat.check} ({beat.phase}) {when}"
         elif beat is None and doc is None:
             st.state = MISSING
             st.failed_at = o.started_at if o else None
@@ -163,14 +181,17 @@ def root_cause(states: list[RankState]) -> RankState | None:
     return min(
         bad,
         key=lambda s: (
-            s.signal == "SIGTERM",
+            s.signal in ("SIGTERM", ORPHANED),
             s.failed_at if s.failed_at is not None else float("inf"),
             s.rank,
         ),
     )
 
 
-def rank_finding(st: RankState, waited: list[int]) -> Finding:
+def rank_finding(st: RankState, waited: list[int], others_failed: bool = True) -> Finding:
+    """The finding for a failed rank. A rank that torchrun tore down (SIGTERM) after another
+    rank failed is a consequence (a warning); torn down with nobody else failing, the run was
+    cut short from outside and its unrun checks are no pass (a failure)."""
     where = f"{st.host or '?'}, pid {st.pid}" if st.pid else st.host or "?"
     if st.state == HUNG:
         msg = f"rank {st.rank} ({where}) {st.detail}"
@@ -182,7 +203,7 @@ def rank_finding(st: RankState, waited: list[int]) -> Finding:
         if waited:
             msg += f"; {ranks_txt(waited)} waited for it"
         return problems.RANK_MISSING.finding(msg, [st.rank], host=st.host)
-    level = Level.WARN if st.signal == "SIGTERM" else Level.FAIL
+    level = Level.WARN if st.signal == "SIGTERM" and others_failed else Level.FAIL
     return problems.RANK_CRASHED.finding(
         f"rank {st.rank} ({where}) crashed: {st.detail}",
         [st.rank],
@@ -191,3 +212,27 @@ def rank_finding(st: RankState, waited: list[int]) -> Finding:
         exitcode=st.exitcode,
         signal=st.signal,
     )
+
+
+_EXCEPTION = re.compile(
+    r"^(?:\[[^\]]*\]:?\s*)?((?:[\w.]+(?:Error|Exception|Interrupt)|OSError)\b.*)$"
+)
+
+
+def last_error(log: str) -> str | None:
+    """The last exception line a crashed rank printed (its log under the ddpdoctor launcher):
+    what `exit code 1` meant, e.g. OSError: [Errno 28] No space left on device."""
+    for line in reversed(log.splitlines()[-200:]):
+        m = _EXCEPTION.match(line.strip())
+        if m:
+            return m.group(1)[:300]
+    return None
+
+
+def explain_crashes(states: list[RankState], read_log: Callable[[int], str]) -> None:
+    """Add the rank's own last error to a crash that only has an exit code."""
+    for st in states:
+        if st.state == CRASHED and not st.signal:
+            err = last_error(read_log(st.rank))
+            if err:
+                st.detail += f": {err}"

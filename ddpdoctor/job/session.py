@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import re
 import shutil
+import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ddpdoctor.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
+from ddpdoctor.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from ddpdoctor.job import collect, known_errors
 from ddpdoctor.job.launch import LaunchOutcome, Tick
 from ddpdoctor.job.plan import Plan, preflight
@@ -24,6 +25,15 @@ _TELLING = re.compile(r"error|failed|refused|timed out|not known|exception", re.
 def launcher_problems(outcome: LaunchOutcome, any_rank_started: bool) -> list[Finding]:
     """Faults only the launcher's own output shows: no rank ever started (torchrun died, or its
     rendezvous never completed), so the ranks cannot tell."""
+    if outcome.launcher_killed:
+        return [
+            problems.LAUNCH_FAILED.finding(
+                f"torchrun was killed by {outcome.launcher_killed} while the ranks ran (not by "
+                "ddpdoctor): its ranks ended with it, so the checks after that never ran",
+                [],
+                evidence=outcome.launcher_tail.splitlines()[-5:],
+            )
+        ]
     if any_rank_started or outcome.verdict == "interrupted":
         return []
     lines = [ln.strip() for ln in outcome.launcher_tail.splitlines() if ln.strip()]
@@ -73,7 +83,8 @@ def output_failed(message: str) -> int:
 
 def exit_code(report: Report, fail_on: str) -> int:
     if report.launch.get("verdict") == "interrupted":
-        return EXIT_INTERRUPTED
+        name = report.launch.get("signal") or "SIGINT"
+        return 128 + int(getattr(signal.Signals, name, signal.SIGINT))
     bad = ("fail",) if fail_on == "fail" else ("fail", "warn")
     return EXIT_PROBLEMS if report.status in bad else EXIT_OK
 

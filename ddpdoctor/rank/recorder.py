@@ -4,15 +4,25 @@ from one that is stopped (stale)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
 import time
 from typing import Any
 
-from ddpdoctor.runfiles import CheckEntry, ExchangeError, Heartbeat, RankDoc, RunFolder, Termination
+from ddpdoctor.runfiles import (
+    ORPHANED,
+    CheckEntry,
+    ExchangeError,
+    Heartbeat,
+    RankDoc,
+    RunFolder,
+    Termination,
+)
 
 ALIVE_EVERY_S = 0.5
+EXIT_ORPHANED = 129  # as SIGHUP: the controlling side went away
 
 
 class Recorder:
@@ -26,6 +36,7 @@ class Recorder:
         )
         self.beat = Heartbeat(rank=rank, pid=pid, host=host, nonce=nonce, t_phase=now, t_alive=now)
         self._stop = threading.Event()
+        self.parent = os.getppid()  # torchrun (or the user's launcher)
         self.pulse: Any = None  # liveness.StorePulse on multi-node runs
         self._write_beat()
         threading.Thread(target=self._alive, name="ddpdoctor-alive", daemon=True).start()
@@ -44,10 +55,23 @@ class Recorder:
 
     def _alive(self) -> None:
         while not self._stop.wait(ALIVE_EVERY_S):
+            if os.getppid() != self.parent:
+                self.orphaned()
             try:
                 self._write_beat()
             except OSError:
                 return
+
+    def orphaned(self) -> None:
+        """The launcher died (killed with ddpdoctor, or by hand): a rank must not live on alone
+        holding a port, a GPU, or a peer's collective. Say so, then end this process."""
+        with self.lock:
+            self.doc.terminated = Termination(
+                signal=ORPHANED, t=time.time(), check=self.beat.check, phase=self.beat.phase
+            )
+            with contextlib.suppress(OSError):
+                self._write_doc()
+        os._exit(EXIT_ORPHANED)
 
     def phase(self, check: str | None, phase: str) -> None:
         with self.lock:

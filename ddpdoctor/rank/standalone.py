@@ -80,7 +80,7 @@ def default_run_dir() -> Path:
     return Path(os.environ.get("TMPDIR", "/tmp")) / f"ddpdoctor-{key}"
 
 
-def local_spec(args: argparse.Namespace) -> JobSpec:
+def local_spec(args: argparse.Namespace, ident: Identity) -> JobSpec:
     """Decide everything locally, identically on every rank."""
     checks = registry.select(args.only, args.skip)
     backend = args.backend
@@ -101,7 +101,7 @@ def local_spec(args: argparse.Namespace) -> JobSpec:
         nonce=os.environ.get("TORCHELASTIC_RUN_ID", ""),
         managed=False,
         nnodes=int(os.environ.get("GROUP_WORLD_SIZE") or 0) or 1,
-        world_size=int(os.environ.get("WORLD_SIZE", "1") or 1),
+        world_size=ident.world_size,
     )
 
 

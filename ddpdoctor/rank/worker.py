@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     path = Path(args.run_dir) if args.run_dir else standalone.default_run_dir()
     path.mkdir(parents=True, exist_ok=True)
     folder = RunFolder(path)
-    spec = folder.read_spec() or standalone.local_spec(args)
+    spec = folder.read_spec() or standalone.local_spec(args, ident)
     folder.nonce = spec.nonce
     if spec.managed:
         _redirect_output(folder, ident.rank)
