@@ -24,7 +24,7 @@ import stat
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ddpdoctor.triage.lines import LINE_CAP
 from ddpdoctor.triage.signatures import keywords, prefilter_pattern
@@ -34,12 +34,20 @@ Candidate = tuple[int, bytes, bool]
 Reader = Callable[[int], bytes]
 
 
+HEAD_CAP = 256 * 1024  # the first bytes of the input, kept for the prose reader (a ticket)
+
+
 @dataclass
 class Counts:
-    """What the scan saw of the whole input (not only the candidates)."""
+    """What the scan saw of the whole input (not only the candidates), and its head."""
 
     lines: int = 0
     bytes: int = 0
+    head: bytearray = field(default_factory=bytearray)
+
+    def keep_head(self, chunk: bytes) -> None:
+        if len(self.head) < HEAD_CAP:
+            self.head += chunk[: HEAD_CAP - len(self.head)]
 
 
 def capped_lines(read: Reader) -> Iterator[bytes]:
@@ -148,6 +156,7 @@ def scan_python(read: Reader, counts: Counts) -> Iterator[Candidate]:
 
     while chunk := read(CHUNK):
         counts.bytes += len(chunk)
+        counts.keep_head(chunk)
         if dropping:
             nl = chunk.find(b"\n")
             if nl < 0:
@@ -202,6 +211,7 @@ def _feed(read: Reader, sink, counts: Counts, errors: list[BaseException]) -> No
     try:
         while chunk := read(CHUNK):
             counts.bytes += len(chunk)
+            counts.keep_head(chunk)
             counts.lines += chunk.count(b"\n")
             last = chunk[-1:]
             if sink is not None:
