@@ -465,7 +465,7 @@ PROSE_SIGNATURES: tuple[Signature, ...] = (
         "The ticket describes parameters outside the loss or reentrant checkpointing",
         (
             _p(
-                r"unused\s+param\w*|param\w*\s+(?:\w+\s+){0,3}not\s+used\s+(?:in|for|by)\s+(?:the\s+)?(?:forward|loss)|find_unused_parameters",
+                r"unused\s+param\w*|param\w*\s+(?:\w+\s+){0,3}not\s+used\s+(?:in|for|by)\s+(?:the\s+)?(?:forward|loss)|find_unused_parameters\s*=\s*true\W{0,3}(?:fix|solv|work)",
                 3,
                 "mentions unused parameters",
             ),
@@ -486,11 +486,8 @@ PROSE_SIGNATURES: tuple[Signature, ...] = (
         "SHM",
         "The ticket points at /dev/shm in a container",
         (
-            _p(
-                r"/dev/shm|shm[\s_-]?size|--ipc\s*=?\s*host|ipc:\s*host",
-                4,
-                "mentions /dev/shm or the container's shm size",
-            ),
+            _p(r"/dev/shm", 2, "mentions /dev/shm"),
+            _p(r"shm[\s_-]?size|--ipc\s*=?\s*host|ipc:\s*host", 3, "mentions the container's shm size"),
             _p(r"shared\s+memory", 1, "mentions shared memory"),
             _p(
                 r"\bshm\s+\S+\s+\S+\s+\S+\s+(?:[89]\d|100)%\s+/dev/shm",

@@ -1003,7 +1003,7 @@ SIGNATURES: tuple[Signature, ...] = (
         _rx(
             r"heartbeat\s+monitor\s+timed\s+out",
             r"watchdog\s+got\s+stuck\s+for\s+\d+\s+seconds",
-            r"TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC",
+            r"(?:increas\w*|rais\w*|adjust\w*)\s+(?:the\s+)?TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC",
         ),
         ("heartbeat", "got stuck"),
         "The NCCL watchdog thread made no progress (a CUDA/NCCL call blocked, often on a hung "
