@@ -103,6 +103,8 @@ class Diagnosis:
     root_cause_rank: int | None
     candidates: list[CauseCandidate] = field(default_factory=list)
     prose_lines: int = 0  # lines of the head read as prose
+    long_lines_cut: int = 0  # lines longer than LINE_CAP, cut to it
+    cut_at_bytes: int | None = None  # the input was read up to MAX_INPUT only
 
 
 @dataclass
@@ -409,7 +411,15 @@ def _diagnose(analyzer: _Analyzer, counts: Counts, used: str) -> Diagnosis:
     cands = rank_candidates(kept + _prose_matches(lines))
     matches = [m for c in cands if c.diagnosis for m in _shown(c)]
     return Diagnosis(
-        matches, counts.lines, counts.bytes, used, analyzer.root_rank, cands, len(lines)
+        matches,
+        counts.lines,
+        counts.bytes,
+        used,
+        analyzer.root_rank,
+        cands,
+        len(lines),
+        counts.long_lines,
+        counts.bytes if counts.stopped else None,
     )
 
 
@@ -429,15 +439,15 @@ def _utf16_reader(stream: BinaryIO):
     return read
 
 
-def explain_stream(stream: BinaryIO, engine: str = "auto") -> Diagnosis:
-    """Diagnose a whole log read from a binary stream."""
+def explain_stream(
+    stream: BinaryIO, engine: str = "auto", max_bytes: int | None = None
+) -> Diagnosis:
+    """Diagnose a whole log read from a binary stream (at most max_bytes of it)."""
     counts = Counts()
     peek = getattr(stream, "peek", None)
     head = peek(2)[:2] if peek else b""
-    if head in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 with a byte-order mark
-        used, candidates = scan(_utf16_reader(stream), counts, engine)
-    else:
-        used, candidates = scan(stream.read, counts, engine, stream)
+    read = _utf16_reader(stream) if head in (b"\xff\xfe", b"\xfe\xff") else stream.read
+    used, candidates = scan(read, counts, engine, max_bytes)
     analyzer = analyse(candidates)
     return _diagnose(analyzer, counts, used)
 

@@ -487,7 +487,11 @@ PROSE_SIGNATURES: tuple[Signature, ...] = (
         "The ticket points at /dev/shm in a container",
         (
             _p(r"/dev/shm", 2, "mentions /dev/shm"),
-            _p(r"shm[\s_-]?size|--ipc\s*=?\s*host|ipc:\s*host", 3, "mentions the container's shm size"),
+            _p(
+                r"shm[\s_-]?size|--ipc\s*=?\s*host|ipc:\s*host",
+                3,
+                "mentions the container's shm size",
+            ),
             _p(r"shared\s+memory", 1, "mentions shared memory"),
             _p(
                 r"\bshm\s+\S+\s+\S+\s+\S+\s+(?:[89]\d|100)%\s+/dev/shm",

@@ -89,11 +89,56 @@ def explain(doc: dict[str, Any], out: Console, ascii_only: bool = False) -> None
     extra = (
         f", root cause rank {doc['root_cause_rank']}" if doc["root_cause_rank"] is not None else ""
     )
-    out.print(
-        f"{len(matches)} finding(s) in {doc['lines_read']} lines ({doc['engine']} scan){extra}.",
-        highlight=False,
-        markup=False,
+    for line in explain_summary(doc):
+        out.print(line, highlight=False, markup=False, soft_wrap=True)
+    if matches:
+        out.print(
+            f"{len(matches)} finding(s) in {doc['lines_read']} lines ({doc['engine']} scan){extra}.",
+            highlight=False,
+            markup=False,
+        )
+
+
+def explain_summary(doc: dict[str, Any]) -> list[str]:
+    """The plain-text lines after the panels: candidates with confidence and why, what to run
+    next, what was read and cut; with no diagnosis, what was read and what to collect."""
+    from ddpdoctor.triage.next_steps import COLLECT
+
+    out: list[str] = []
+    cands = doc.get("candidates", [])
+    inp = doc.get("input", {})
+    if not doc["matches"]:
+        out.append(
+            f"No known DDP failure recognised in {doc['lines_read']} lines "
+            f"({_size(doc['bytes_read'])}, {doc['engine']} scan; "
+            f"{inp.get('prose_lines', 0)} line(s) of its head read as prose too)."
+        )
+    title = (
+        "Candidates" if doc["matches"] else "Closest candidates (low confidence, not a diagnosis)"
     )
+    if cands:
+        out.append(f"{title}:")
+        for i, c in enumerate(cands, 1):
+            out.append(f"  {i}. {c['root_cause']}  confidence {c['confidence']:.2f}")
+            for w in c["why"][:4]:
+                out.append(f"       - {w}")
+            if c["next"]["run"]:
+                out.append(f"       next: {'; '.join(c['next']['run'])}")
+            for v in c["next"]["set"][:2]:
+                out.append(f"       set:  {v}")
+    elif not doc["matches"]:
+        out.append(f"{title}: none.")
+    if not doc["matches"]:
+        out.append("Collect and run `ddpdoctor explain` again:")
+        out.extend(f"  - {c}" for c in COLLECT)
+    if inp.get("long_lines_cut"):
+        out.append(f"Note: {inp['long_lines_cut']} line(s) longer than 64 KiB were cut to 64 KiB.")
+    if inp.get("cut_at_bytes") is not None:
+        out.append(
+            f"Note: reading stopped after {_size(inp['cut_at_bytes'])} (--max-bytes, default "
+            "8 GiB); the rest of the input was not read."
+        )
+    return out
 
 
 # --- env ----------------------------------------------------------------------------------------

@@ -10,8 +10,11 @@ lines that hit it, each with the line before and after (messages wrap). They yie
 - `python`: the same job in pure Python (lowercase the chunk, one regex); used when grep is
   missing or unusable, and in tests to prove both engines agree.
 
-Lines longer than `LINE_CAP` keep only their first `LINE_CAP` bytes, so a 50 MB single line
-costs 64 KiB of memory, not 50 MB.
+Bounded memory whatever the input (both engines, grep included, read the same capped stream):
+- lines longer than `LINE_CAP` keep only their first `LINE_CAP` bytes before anything else sees
+  them, so a 200 MB single line (or /dev/zero) costs 64 KiB, in grep as in Python;
+- at most `MAX_INPUT` bytes are read (`explain /dev/zero` ends); the report says when either
+  cap cut the input.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ import contextlib
 import os
 import re
 import shutil
-import stat
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
@@ -30,6 +32,7 @@ from ddpdoctor.triage.lines import LINE_CAP
 from ddpdoctor.triage.signatures import keywords, prefilter_pattern
 
 CHUNK = 4 * 1024 * 1024
+MAX_INPUT = 8 * 1024**3  # bytes read at most (documented; --max-bytes lowers it)
 Candidate = tuple[int, bytes, bool]
 Reader = Callable[[int], bytes]
 
@@ -44,10 +47,80 @@ class Counts:
     lines: int = 0
     bytes: int = 0
     head: bytearray = field(default_factory=bytearray)
+    long_lines: int = 0  # lines cut to LINE_CAP
+    stopped: bool = False  # reading stopped at MAX_INPUT
 
     def keep_head(self, chunk: bytes) -> None:
         if len(self.head) < HEAD_CAP:
             self.head += chunk[: HEAD_CAP - len(self.head)]
+
+
+class LineCapper:
+    """Cut every line to `cap` bytes in a stream of chunks (the newline is kept, so line
+    numbers do not move). Chunks without a long line pass through untouched: one window check
+    per `cap` bytes finds them, so the common case costs almost nothing."""
+
+    def __init__(self, counts: Counts, cap: int = LINE_CAP) -> None:
+        self.counts, self.cap = counts, cap
+        self.run = 0  # bytes of the current line already passed on
+        self.dropping = False  # inside a long line, past the cap
+
+    def feed(self, chunk: bytes) -> bytes:
+        first, last = chunk.find(b"\n"), chunk.rfind(b"\n")
+        if (
+            not self.dropping
+            and first >= 0
+            and self.run + first <= self.cap
+            and len(chunk) - last - 1 <= self.cap
+            and all(chunk.find(b"\n", p, p + self.cap) >= 0 for p in range(first, last, self.cap))
+        ):
+            self.run = len(chunk) - last - 1
+            return chunk  # every line is shorter than twice the cap: grep's buffer stays small
+        return self._cut(chunk)
+
+    def _cut(self, chunk: bytes) -> bytes:
+        out: list[bytes] = []
+        pieces = chunk.split(b"\n")
+        for i, piece in enumerate(pieces):
+            more = i < len(pieces) - 1  # a newline follows this piece
+            if not self.dropping:
+                room = self.cap - self.run
+                if len(piece) > room:
+                    out.append(piece[:room])
+                    self.dropping = True
+                    self.counts.long_lines += 1
+                else:
+                    out.append(piece)
+                    self.run += len(piece)
+            if more:
+                out.append(b"\n")
+                self.run, self.dropping = 0, False
+        return b"".join(out)
+
+
+def bounded(read: Reader, counts: Counts, max_bytes: int) -> Reader:
+    """`read` that stops after max_bytes (noting it when more was there) and caps lines; it
+    counts the bytes and keeps the head of the input as it was, before any cut."""
+    capper = LineCapper(counts)
+    left = max_bytes
+
+    def read_bounded(n: int) -> bytes:
+        nonlocal left
+        while left > 0:
+            chunk = read(min(n, left))
+            if not chunk:
+                return b""
+            left -= len(chunk)
+            counts.bytes += len(chunk)
+            counts.keep_head(chunk)
+            out = capper.feed(chunk)
+            if out:  # b"" would read as the end: a chunk wholly inside a cut line is skipped
+                return out
+        if not counts.stopped and read(1):
+            counts.stopped = True
+        return b""
+
+    return read_bounded
 
 
 def capped_lines(read: Reader) -> Iterator[bytes]:
@@ -155,8 +228,6 @@ def scan_python(read: Reader, counts: Counts) -> Iterator[Candidate]:
         prev_line = body[body.rfind(b"\n", 0, len(body) - 1) + 1 : -1]
 
     while chunk := read(CHUNK):
-        counts.bytes += len(chunk)
-        counts.keep_head(chunk)
         if dropping:
             nl = chunk.find(b"\n")
             if nl < 0:
@@ -210,8 +281,6 @@ def _feed(read: Reader, sink, counts: Counts, errors: list[BaseException]) -> No
     last = b"\n"
     try:
         while chunk := read(CHUNK):
-            counts.bytes += len(chunk)
-            counts.keep_head(chunk)
             counts.lines += chunk.count(b"\n")
             last = chunk[-1:]
             if sink is not None:
@@ -228,33 +297,20 @@ def _feed(read: Reader, sink, counts: Counts, errors: list[BaseException]) -> No
                 sink.close()
 
 
-def _pread_reader(fd: int) -> Reader:
-    """Read a file from its start without moving the descriptor's offset (grep shares it)."""
-    offset = 0
-
-    def read(n: int) -> bytes:
-        nonlocal offset
-        data = os.pread(fd, n, offset)
-        offset += len(data)
-        return data
-
-    return read
-
-
-def scan_grep(read: Reader, counts: Counts, exe: str, fd: int | None = None) -> Iterator[Candidate]:
+def scan_grep(read: Reader, counts: Counts, exe: str) -> Iterator[Candidate]:
     """grep engine: grep finds the hit lines and their neighbours; Python parses its output.
 
-    For a regular file (`fd`), grep reads it directly and a thread counts its lines with pread
-    (a second, parallel pass over the page cache); otherwise Python feeds grep through a pipe.
+    A thread feeds grep through a pipe with the bounded stream (lines cut, input capped), so
+    grep's memory stays small even on one endless line; it counts lines on the way.
     """
     proc = subprocess.Popen(
         [exe, "-a", "-n", "-i", "-E", "-B1", "-A1", prefilter_pattern()],
-        stdin=fd if fd is not None else subprocess.PIPE,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=_grep_env(),
     )
     errors: list[BaseException] = []
-    source = _pread_reader(fd) if fd is not None else read
+    source = read
     feeder = threading.Thread(target=_feed, args=(source, proc.stdin, counts, errors), daemon=True)
     feeder.start()
     emit = _Emitter()
@@ -281,24 +337,16 @@ def scan_grep(read: Reader, counts: Counts, exe: str, fd: int | None = None) -> 
         raise errors[0]
 
 
-def _regular_file_at_start(stream: object) -> int | None:
-    """The descriptor of a regular file positioned at its start, else None."""
-    try:
-        fd = stream.fileno()  # type: ignore[attr-defined]
-        st = os.fstat(fd)
-        if stat.S_ISREG(st.st_mode) and os.lseek(fd, 0, os.SEEK_CUR) == 0:
-            return fd
-    except (AttributeError, OSError, ValueError):
-        pass
-    return None
-
-
 def scan(
-    read: Reader, counts: Counts, engine: str = "auto", stream: object = None
+    read: Reader,
+    counts: Counts,
+    engine: str = "auto",
+    max_bytes: int | None = None,
 ) -> tuple[str, Iterator[Candidate]]:
     """Pick an engine ("auto", "grep" or "python") and return its name and candidates."""
+    source = bounded(read, counts, max_bytes or MAX_INPUT)
     if engine in ("auto", "grep"):
         exe = _grep()
         if exe is not None:
-            return "grep", scan_grep(read, counts, exe, _regular_file_at_start(stream))
-    return "python", scan_python(read, counts)
+            return "grep", scan_grep(source, counts, exe)
+    return "python", scan_python(source, counts)
