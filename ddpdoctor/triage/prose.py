@@ -20,7 +20,10 @@ from dataclasses import dataclass
 
 from ddpdoctor.triage.signatures import PROSE, Phrase, Signature
 
-HEAD_CAP = 256 * 1024  # bytes of the input read as prose
+HEAD_CAP = 256 * 1024  # bytes of the input's head considered for prose
+TEXT_CAP = 32 * 1024  # characters of prose text the phrases read (after machine lines go)
+# Lines that are machine output, never a person's words: NCCL INFO, C++ and Python frames.
+_MACHINE = re.compile(r"NCCL INFO|^\s*frame #\d+|^\s*File \"|^\s*\^+\s*$|^[\s\d.,:|+-]*$")
 PROSE_CAP = 8.0  # the most one prose signature can weigh (a cause weighs 10)
 
 _CHECK_DEV = "ddpdoctor check --only rank_device"
@@ -38,22 +41,30 @@ _MULTI = (
 )
 _EACH = r"(?:every|each|all(?:\s+the)?|all\s+\d+)\s+(?:gpus?|ranks?|process(?:es)?|workers?|devices?|cards?|nodes?)"
 _HANG = (
-    r"(?:hangs?|hung|hanging|stuck|freez\w*|froze|deadlock\w*|never\s+(?:returns?|finish\w*|"
-    r"complet\w*|ends?|starts?)|blocks?\s+forever|waits?\s+forever|forever)"
+    r"\b(?:hangs?|hung|hanging|stuck|freez\w*|froze|deadlock\w*|never\s+(?:returns?|finish\w*|"
+    r"complet\w*|ends?|starts?)|blocks?\s+forever|waits?\s+forever|forever)\b"
 )
 _GPU0 = (
     r"(?:gpu\s*:?\s*0|gpu0|cuda:0|device\s+0|the\s+(?:first|primary|main)\s+gpu|rank\s*0'?s?\s+gpu)"
 )
-_AMP = r"(?:amp|autocast|fp16|float16|half\s+precision|mixed[\s-]precision|grad(?:ient)?[\s_]?scaler|scaler|precision\s*=\s*16|loss\s+scal\w*)"
+_AMP = r"\b(?:amp|autocast|fp16|float16|half\s+precision|mixed[\s-]precision|grad(?:ient)?[\s_]?scaler|scaler|precision\s*=\s*16|loss\s+scal\w*)\b"
 _TOPO = (
-    r"(?:pcie|pci[\s-]?e?\s+switch\w*|pxb|pix|phb|nvlink|p2p|peer[\s-]to[\s-]peer|topolog\w*|"
-    r"acs|iommu|vt-d|rtx\s*[34]090|consumer\s+gpus?)"
+    r"\b(?:pcie|pci[\s-]?e?\s+switch\w*|pxb|pix|phb|nvlink|p2p|peer[\s-]to[\s-]peer|topolog\w*|"
+    r"acs|iommu|vt-d|rtx\s*[34]090|consumer\s+gpus?)\b"
 )
 _WORKS = r"(?:works?|worked|fix\w*|solv\w*|resolv\w*|help\w*|goes\s+away|went\s+away|avoids?|workaround|makes?\s+it\s+(?:work|run)|runs?\s+fine|only\s+way)"
 
 
 def _p(regex: str, weight: float, label: str) -> Phrase:
-    return Phrase(re.compile(regex, re.IGNORECASE), weight, label)
+    return Phrase(re.compile(regex, re.IGNORECASE), weight, label, _literals(regex))
+
+
+def _literals(regex: str) -> tuple[str, ...]:
+    """Lowercase literal fragments of a phrase (3+ letters outside classes and escapes): any
+    match contains one of them, so a text containing none is skipped without the regex."""
+    src = re.sub(r"\\[a-zA-Z]", " ", regex)  # \s \w \d \b ...
+    src = re.sub(r"\[[^\]]*\]|\{[^}]*\}|\(\?[:!=<]+", " ", src)
+    return tuple(sorted({w.lower() for w in re.findall(r"[A-Za-z_]{3,}", src)}))
 
 
 def _prose(
@@ -679,8 +690,29 @@ class ProseHit:
     lines: list[int]  # line numbers of the phrases found, first occurrence each
 
 
+# "loss 0.2345", "lr=3e-4", "step: 120": two of these on a line make it a metrics line.
+_METRIC = re.compile(
+    r"\b[a-z_/]{2,20}(?:\s*[:=]\s*-?\d+(?:\.\d+)?|\s+-?\d+\.\d+)(?:e[+-]?\d+)?\b", re.IGNORECASE
+)
+
+
+def prose_lines(lines: Sequence[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The lines a person may have written: machine lines and repeats dropped, TEXT_CAP kept."""
+    out, seen, size = [], set(), 0
+    for no, text in lines:
+        if text in seen or _MACHINE.search(text) or len(_METRIC.findall(text)) >= 2:
+            continue
+        seen.add(text)
+        out.append((no, text))
+        size += len(text) + 1
+        if size >= TEXT_CAP:
+            break
+    return out
+
+
 def find(lines: Sequence[tuple[int, str]]) -> list[ProseHit]:
     """Score every prose signature over these (line number, text) lines, joined as one text."""
+    lines = prose_lines(lines)
     if not lines:
         return []
     starts, parts, pos = [], [], 0
@@ -689,10 +721,13 @@ def find(lines: Sequence[tuple[int, str]]) -> list[ProseHit]:
         parts.append(text)
         pos += len(text) + 1
     joined = " ".join(parts)
+    lowered = joined.lower()
     hits: list[ProseHit] = []
     for sig in PROSE_SIGNATURES:
         weight, reasons, found_lines = 0.0, [], []
         for phrase in sig.phrases:
+            if phrase.literals and not any(w in lowered for w in phrase.literals):
+                continue
             m = phrase.pattern.search(joined)
             if m is None:
                 continue

@@ -58,6 +58,7 @@ class Phrase:
     pattern: re.Pattern[str]
     weight: float
     label: str  # what the reader is told: 'says "no speed-up with more GPUs"'
+    literals: tuple[str, ...] = ()  # a match contains one of these (a cheap precheck)
 
 
 @dataclass(frozen=True)
