@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from ddpdoctor.triage import prose
-from ddpdoctor.triage.lines import decode, shown, strip_prefixes
-from ddpdoctor.triage.scan import Candidate, Counts, scan
+from ddpdoctor.triage.lines import decode, strip_prefixes
+from ddpdoctor.triage.scan import Candidate, Counts, GrepFailed, regular_file_at_start, scan
 from ddpdoctor.triage.signatures import (
     CAUSE,
     NCCL_PLUGIN_SKEW,
@@ -49,6 +49,9 @@ _PLUGIN_LOADED = re.compile(
 
 @dataclass
 class Evidence:
+    """A line that shows a finding; `text` is whole (up to LINE_CAP): the report redacts it
+    first and shortens it after, so a secret cut in half cannot slip through."""
+
     line: int
     text: str
     rank: int | None = None
@@ -206,7 +209,7 @@ class _Analyzer:
         if self.root_line is not None and any(self._in_root_block(w.no) for w in window):
             m.in_root_block = True
         if len(m.evidence) < MAX_EVIDENCE and (not m.evidence or new_rank):
-            m.evidence.extend(Evidence(w.no, shown(w.text), w.rank) for w in window)
+            m.evidence.extend(Evidence(w.no, w.text, w.rank) for w in window)
 
     def _version_skew(self) -> list[Match]:
         """Processes that loaded different NCCL versions or network plugins: findings no single
@@ -224,7 +227,7 @@ class _Analyzer:
     @staticmethod
     def _skew_match(sig: Signature, lines: list[_Line]) -> Match:
         m = Match(sig, len(SIGNATURES), lines[1].no, count=len(lines))
-        m.evidence = [Evidence(w.no, shown(w.text), w.rank) for w in lines[:MAX_EVIDENCE]]
+        m.evidence = [Evidence(w.no, w.text, w.rank) for w in lines[:MAX_EVIDENCE]]
         m.ranks = {w.rank for w in lines if w.rank is not None}
         return m
 
@@ -327,7 +330,7 @@ def _prose_matches(lines: list[tuple[int, str, int | None]]) -> list[Match]:
         m.weight, m.reasons = hit.weight, hit.reasons
         for no in hit.lines[:MAX_EVIDENCE]:
             text, rank = by_no[no]
-            m.evidence.append(Evidence(no, shown(text), rank))
+            m.evidence.append(Evidence(no, text, rank))
             if rank is not None:
                 m.ranks.add(rank)
         out.append(m)
@@ -443,12 +446,21 @@ def explain_stream(
     stream: BinaryIO, engine: str = "auto", max_bytes: int | None = None
 ) -> Diagnosis:
     """Diagnose a whole log read from a binary stream (at most max_bytes of it)."""
-    counts = Counts()
+    fd = regular_file_at_start(stream)  # before peek moves the offset
     peek = getattr(stream, "peek", None)
     head = peek(2)[:2] if peek else b""
-    read = _utf16_reader(stream) if head in (b"\xff\xfe", b"\xfe\xff") else stream.read
-    used, candidates = scan(read, counts, engine, max_bytes)
-    analyzer = analyse(candidates)
+    if head in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 with a byte-order mark
+        read, fd = _utf16_reader(stream), None
+    else:
+        read = stream.read
+    counts = Counts()
+    try:
+        used, candidates = scan(read, counts, engine, max_bytes, fd)
+        analyzer = analyse(candidates)
+    except GrepFailed:  # a line too long for grep reading the file itself: pipe it, bounded
+        counts = Counts()
+        used, candidates = scan(read, counts, engine, max_bytes, fd, direct=False)
+        analyzer = analyse(candidates)
     return _diagnose(analyzer, counts, used)
 
 

@@ -18,7 +18,14 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ddpdoctor.triage.signatures import PROSE, Phrase, Signature
+from ddpdoctor.triage.signatures import (
+    NCCL_PLUGIN_SKEW,
+    NCCL_VERSION_SKEW,
+    PROSE,
+    SIGNATURES,
+    Phrase,
+    Signature,
+)
 
 HEAD_CAP = 256 * 1024  # bytes of the input's head considered for prose
 TEXT_CAP = 32 * 1024  # characters of prose text the phrases read (after machine lines go)
@@ -63,6 +70,7 @@ def _literals(regex: str) -> tuple[str, ...]:
     """Lowercase literal fragments of a phrase (3+ letters outside classes and escapes): any
     match contains one of them, so a text containing none is skipped without the regex."""
     src = re.sub(r"\\[a-zA-Z]", " ", regex)  # \s \w \d \b ...
+    src = re.sub(r"[A-Za-z][?*]|[A-Za-z]\{0,", " ", src)  # an optional letter ends a literal
     src = re.sub(r"\[[^\]]*\]|\{[^}]*\}|\(\?[:!=<]+", " ", src)
     return tuple(sorted({w.lower() for w in re.findall(r"[A-Za-z_]{3,}", src)}))
 
@@ -110,7 +118,7 @@ PROSE_SIGNATURES: tuple[Signature, ...] = (
                 "says the ranks see identical batches",
             ),
             _p(
-                rf"{_EACH}\s+(?:see|sees|get|gets|receive|receives|load|loads|process|processes|walks?|uses?)\s+(?:the\s+)?(?:same|identical|(?:whole|entire|full)\s+data\s*set)",
+                rf"{_EACH}\s+(?:see|sees|get|gets|receive|receives|load|loads|process|processes|walks?|uses?)\s+(?:exactly\s+|just\s+|always\s+)?(?:the\s+)?(?:same|identical|(?:whole|entire|full)\s+data\s*set)",
                 4,
                 "says each rank walks the whole dataset",
             ),
@@ -678,6 +686,13 @@ PROSE_SIGNATURES: tuple[Signature, ...] = (
 )
 
 BY_CODE = {s.code: s for s in PROSE_SIGNATURES}
+# Every signature explain knows: the line table, the comparisons, and prose (for catalogs).
+ALL_SIGNATURES: tuple[Signature, ...] = (
+    *SIGNATURES,
+    NCCL_VERSION_SKEW,
+    NCCL_PLUGIN_SKEW,
+    *PROSE_SIGNATURES,
+)
 
 
 @dataclass

@@ -10,6 +10,7 @@ from typing import Any
 
 from ddpdoctor.redact import redact_text
 from ddpdoctor.schema import tag
+from ddpdoctor.triage.lines import shown
 from ddpdoctor.triage.matcher import CauseCandidate, Diagnosis, Match
 from ddpdoctor.triage.next_steps import NEXT_STEPS
 from ddpdoctor.triage.signatures import CAUSE, NO_MATCH_ADVICE, PROSE
@@ -25,7 +26,7 @@ def _match(m: Match) -> dict[str, Any]:
         "title": s.title,
         "line": m.first_line,
         "evidence": [
-            {"line": e.line, "rank": e.rank, "text": redact_text(e.text)} for e in m.evidence
+            {"line": e.line, "rank": e.rank, "text": shown(redact_text(e.text))} for e in m.evidence
         ],
         "why": s.why,
         "fix": s.fix,

@@ -23,6 +23,7 @@ import contextlib
 import os
 import re
 import shutil
+import stat
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
@@ -297,21 +298,38 @@ def _feed(read: Reader, sink, counts: Counts, errors: list[BaseException]) -> No
                 sink.close()
 
 
-def scan_grep(read: Reader, counts: Counts, exe: str) -> Iterator[Candidate]:
+GREP_MEMORY = 96 * 1024 * 1024  # address space grep may use when it reads a file itself
+
+
+class GrepFailed(RuntimeError):
+    """grep stopped with an error (out of memory on a giant line): scan again through the pipe."""
+
+
+def _limit_grep_memory() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (GREP_MEMORY, GREP_MEMORY))
+
+
+def scan_grep(read: Reader, counts: Counts, exe: str, fd: int | None = None) -> Iterator[Candidate]:
     """grep engine: grep finds the hit lines and their neighbours; Python parses its output.
 
-    A thread feeds grep through a pipe with the bounded stream (lines cut, input capped), so
-    grep's memory stays small even on one endless line; it counts lines on the way.
+    Through a pipe (stdin, devices, files over the input cap) a thread feeds grep the bounded
+    stream (lines cut, input capped), so grep's memory stays small even on one endless line.
+    A regular file (`fd`) grep reads itself, under an address-space limit, while a thread reads
+    it in parallel (pread) to count lines and keep the head: the fast path. A line too long for
+    that limit makes grep fail; the caller then scans again through the pipe (GrepFailed).
     """
     proc = subprocess.Popen(
         [exe, "-a", "-n", "-i", "-E", "-B1", "-A1", prefilter_pattern()],
-        stdin=subprocess.PIPE,
+        stdin=fd if fd is not None else subprocess.PIPE,
         stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         env=_grep_env(),
+        preexec_fn=_limit_grep_memory if fd is not None else None,  # noqa: PLW1509
     )
     errors: list[BaseException] = []
-    source = read
-    feeder = threading.Thread(target=_feed, args=(source, proc.stdin, counts, errors), daemon=True)
+    feeder = threading.Thread(target=_feed, args=(read, proc.stdin, counts, errors), daemon=True)
     feeder.start()
     emit = _Emitter()
     try:
@@ -335,6 +353,34 @@ def scan_grep(read: Reader, counts: Counts, exe: str) -> Iterator[Candidate]:
         feeder.join(timeout=5)
     if errors:
         raise errors[0]
+    if fd is not None and proc.returncode not in (0, 1):
+        raise GrepFailed(f"grep exited {proc.returncode}")
+
+
+def _pread_reader(fd: int) -> Reader:
+    """Read a file from its start without moving the descriptor's offset (grep shares it)."""
+    offset = 0
+
+    def read(n: int) -> bytes:
+        nonlocal offset
+        data = os.pread(fd, n, offset)
+        offset += len(data)
+        return data
+
+    return read
+
+
+def regular_file_at_start(stream: object) -> int | None:
+    """The descriptor of a regular file positioned at its start, else None (ask before any
+    read or peek moves the offset)."""
+    try:
+        fd = stream.fileno()  # type: ignore[attr-defined]
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode) and os.lseek(fd, 0, os.SEEK_CUR) == 0:
+            return fd
+    except (AttributeError, OSError, ValueError):
+        pass
+    return None
 
 
 def scan(
@@ -342,11 +388,20 @@ def scan(
     counts: Counts,
     engine: str = "auto",
     max_bytes: int | None = None,
+    fd: int | None = None,
+    direct: bool = True,
 ) -> tuple[str, Iterator[Candidate]]:
-    """Pick an engine ("auto", "grep" or "python") and return its name and candidates."""
-    source = bounded(read, counts, max_bytes or MAX_INPUT)
+    """Pick an engine ("auto", "grep" or "python") and return its name and candidates.
+    `fd`: a regular file, read from its start with pread (whatever a buffered reader did to its
+    offset); grep reads it itself when `direct` and it fits the input cap."""
+    limit = max_bytes or MAX_INPUT
+    if fd is not None:
+        read = _pread_reader(fd)
     if engine in ("auto", "grep"):
         exe = _grep()
         if exe is not None:
-            return "grep", scan_grep(source, counts, exe)
-    return "python", scan_python(source, counts)
+            if fd is not None and direct and os.fstat(fd).st_size <= limit:
+                os.lseek(fd, 0, os.SEEK_SET)  # grep reads through the shared offset
+                return "grep", scan_grep(bounded(read, counts, limit), counts, exe, fd)
+            return "grep", scan_grep(bounded(read, counts, limit), counts, exe)
+    return "python", scan_python(bounded(read, counts, limit), counts)
