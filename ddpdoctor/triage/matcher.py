@@ -369,9 +369,13 @@ def rank_candidates(matches: list[Match]) -> list[CauseCandidate]:
             )
         )
     cands.sort(key=_rank_key)
-    for i, c in enumerate(cands):
+    for c in cands:  # the runner-up of the same kind (cause, diagnosis, hint) sets the margin
         rival = max(
-            (o.score for j, o in enumerate(cands) if j != i and o.diagnosis >= c.diagnosis),
+            (
+                o.score
+                for o in cands
+                if o is not c and (o.cause, o.diagnosis) == (c.cause, c.diagnosis)
+            ),
             default=0.0,
         )
         c.confidence = _confidence(c, rival)
