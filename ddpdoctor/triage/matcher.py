@@ -399,7 +399,8 @@ def _confidence(c: CauseCandidate, rival: float) -> float:
     else:
         base = c.score / (c.score + 8)
     margin = c.score / (c.score + rival) if rival else 1.0
-    return round(min(0.99, base * (0.7 + 0.3 * margin)), 2)
+    top = 0.99 if c.cause else 0.8  # symptoms and prose alone are never as sure as a cause
+    return round(min(top, base * (0.7 + 0.3 * margin)), 2)
 
 
 def _shown(c: CauseCandidate) -> list[Match]:

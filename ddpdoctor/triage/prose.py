@@ -6,7 +6,7 @@ phrases (their paraphrases included); the phrases found add up, capped per signa
 several weak signals make a diagnosis while a real traceback signature still outweighs them
 (see signatures.WEIGHT and matcher.rank_candidates).
 
-Prose is read in the head of the input (HEAD_CAP): tickets are short, and reading a 2 GB log for
+Prose is read in the head of the input (scan.HEAD_CAP): tickets are short, and reading a 2 GB log for
 prose would cost the speed the prefilter buys. The text is joined across line breaks, so a
 sentence wrapped by a terminal or an issue form still matches.
 """
@@ -27,7 +27,6 @@ from ddpdoctor.triage.signatures import (
     Signature,
 )
 
-HEAD_CAP = 256 * 1024  # bytes of the input's head considered for prose
 TEXT_CAP = 32 * 1024  # characters of prose text the phrases read (after machine lines go)
 # Lines that are machine output, never a person's words: NCCL INFO, C++ and Python frames.
 _MACHINE = re.compile(r"NCCL INFO|^\s*frame #\d+|^\s*File \"|^\s*\^+\s*$|^[\s\d.,:|+-]*$")

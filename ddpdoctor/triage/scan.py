@@ -332,6 +332,7 @@ def scan_grep(read: Reader, counts: Counts, exe: str, fd: int | None = None) -> 
     feeder = threading.Thread(target=_feed, args=(read, proc.stdin, counts, errors), daemon=True)
     feeder.start()
     emit = _Emitter()
+    done = False
     try:
         for line in capped_lines(proc.stdout.read):
             if line == b"--":
@@ -345,15 +346,17 @@ def scan_grep(read: Reader, counts: Counts, exe: str, fd: int | None = None) -> 
             if len(emit.out) >= 1024:
                 yield from emit.drain()
         yield from emit.drain()
+        done = True  # grep closed its output: let it exit by itself (a kill would read as failure)
     finally:
-        if proc.poll() is None:
+        if not done and proc.poll() is None:
             proc.kill()
         proc.stdout.close()
         proc.wait()
-        feeder.join(timeout=5)
+        # reading a file to count it always ends; a pipe's reader may wait on its input
+        feeder.join(timeout=None if done and fd is not None else 5)
     if errors:
         raise errors[0]
-    if fd is not None and proc.returncode not in (0, 1):
+    if done and fd is not None and proc.returncode not in (0, 1):
         raise GrepFailed(f"grep exited {proc.returncode}")
 
 

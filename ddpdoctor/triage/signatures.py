@@ -17,8 +17,10 @@ Each signature has:
   as a timeout or a peer that went away); symptoms rank after causes,
 - `min_count`: how many separate lines must match before it counts (tables, not messages).
 
-Real example lines for every signature live in tests/triage/test_signatures.py and
-tests/fixtures/triage/.
+Symptoms described in words (tickets without a traceback) are prose signatures, scored
+phrases instead of patterns: ddpdoctor/triage/prose.py. Real example lines for every signature
+live in tests/triage/test_signatures.py and tests/fixtures/triage/ (corpus/ holds 128 public
+reports with their confirmed causes).
 """
 
 from __future__ import annotations
