@@ -85,3 +85,18 @@ def test_healthy_log_gets_no_diagnosis(name: str) -> None:
     d = explain_text(HEALTHY[name].decode("utf-8", errors="replace"))
     assert d.matches == [], [m.signature.code for m in d.matches]
     assert all(not c.diagnosis for c in d.candidates)
+
+
+def test_every_corpus_report_gives_schema_valid_json() -> None:
+    import json
+
+    import jsonschema
+
+    from ddpdoctor.schema import schema_for
+    from ddpdoctor.triage.report import explain_doc
+
+    schema = schema_for("explain")
+    for r in REPORTS[::4]:
+        doc = json.loads(json.dumps(explain_doc(explain_text(r.text), "-")))
+        jsonschema.validate(doc, schema)
+        assert doc["candidates"] and doc["candidates"][0]["next"]["run"]

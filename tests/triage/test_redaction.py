@@ -48,14 +48,36 @@ NEEDLES = [
 ]
 
 
+# --- issue 11 (5): the secret forms of tests/fixtures/triage/secret_forms.tsv ------------------
+
+FORMS_FILE = FIXTURES / "secret_forms.tsv"
+
+
+def _forms(kind: str) -> list[tuple[str, str]]:
+    out = []
+    for line in FORMS_FILE.read_text().splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        k, form, needle = line.split("\t")
+        if k == kind:
+            out.append((form.replace("\\n", "\n"), needle))
+    return out
+
+
+ENV_FORMS = _forms("env")
+TEXT_FORMS = _forms("text")
+
+
 ENV_FORMATS = [("env", "--ascii"), ("env", "--json", "-"), ("env", "--markdown")]
 
 
 @pytest.fixture(scope="module")
 def env_outputs() -> dict[tuple[str, ...], subprocess.CompletedProcess]:
-    """The three formats, run concurrently (each imports torch) with the secrets planted."""
+    """The three formats, run concurrently (each imports torch) with the secrets planted:
+    SECRETS and the variables of tests/fixtures/triage/secret_forms.tsv."""
+    planted = {**SECRETS, **dict(f.split("=", 1) for f, _ in ENV_FORMS)}
     with ThreadPoolExecutor(len(ENV_FORMATS)) as pool:
-        runs = pool.map(lambda a: run_cli(*a, env=SECRETS), ENV_FORMATS)
+        runs = pool.map(lambda a: run_cli(*a, env=planted), ENV_FORMATS)
         return dict(zip(ENV_FORMATS, runs, strict=True))
 
 
@@ -138,26 +160,6 @@ def test_secret_names() -> None:
     }
 
 
-# --- issue 11 (5): the secret forms of tests/fixtures/triage/secret_forms.tsv ------------------
-
-FORMS_FILE = FIXTURES / "secret_forms.tsv"
-
-
-def _forms(kind: str) -> list[tuple[str, str]]:
-    out = []
-    for line in FORMS_FILE.read_text().splitlines():
-        if line.startswith("#") or not line.strip():
-            continue
-        k, form, needle = line.split("\t")
-        if k == kind:
-            out.append((form.replace("\\n", "\n"), needle))
-    return out
-
-
-ENV_FORMS = _forms("env")
-TEXT_FORMS = _forms("text")
-
-
 def test_forms_file_covers_the_issue() -> None:
     names = {f.split("=", 1)[0] for f, _ in ENV_FORMS}
     assert {
@@ -189,15 +191,8 @@ def test_nccl_ib_settings_stay_visible() -> None:
     )  # hex hashes are not AWS secrets
 
 
-@pytest.fixture(scope="module")
-def env_form_outputs() -> list[subprocess.CompletedProcess]:
-    planted = dict(f.split("=", 1) for f, _ in ENV_FORMS)
-    with ThreadPoolExecutor(len(ENV_FORMATS)) as pool:
-        return list(pool.map(lambda a: run_cli(*a, env=planted), ENV_FORMATS))
-
-
-def test_env_outputs_never_contain_the_secret_forms(env_form_outputs) -> None:
-    for r in env_form_outputs:
+def test_env_outputs_never_contain_the_secret_forms(env_outputs) -> None:
+    for r in env_outputs.values():
         assert r.returncode == 0, r.stderr
         out = r.stdout.decode() + r.stderr.decode()
         for _, needle in ENV_FORMS:
