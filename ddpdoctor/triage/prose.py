@@ -6,8 +6,10 @@ phrases (their paraphrases included); the phrases found add up, capped per signa
 several weak signals make a diagnosis while a real traceback signature still outweighs them
 (see signatures.WEIGHT and matcher.rank_candidates).
 
-Prose is read in the head of the input (scan.HEAD_CAP): tickets are short, and reading a 2 GB log for
-prose would cost the speed the prefilter buys. The text is joined across line breaks, so a
+Prose is read in the head of the input (scan.HEAD_CAP): tickets are short, and reading a 2 GB
+log for prose would cost the speed the prefilter buys. Machine lines (NCCL INFO, frames, metrics)
+and repeats are left out, at most TEXT_CAP characters are read, and each phrase is skipped
+unless one of its literal words is in the text. The text is joined across line breaks, so a
 sentence wrapped by a terminal or an issue form still matches.
 """
 
