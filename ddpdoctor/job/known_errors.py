@@ -45,7 +45,8 @@ def translate(text: str) -> Known | None:
         matches = explain_text(text).matches
     except Exception:  # noqa: BLE001 - a collector never raises: unknown text stays unknown
         return None
-    if not matches:
+    machine = [m for m in matches if not m.signature.phrases]  # prose is for tickets, not errors
+    if not machine:
         return None
-    sig = matches[0].signature
+    sig = machine[0].signature
     return Known(sig.code, sig.title, BY_SIGNATURE.get(sig.code))

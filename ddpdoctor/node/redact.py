@@ -15,37 +15,56 @@ from collections.abc import Mapping
 
 REDACTED = "<redacted>"
 
-_SECRET_NAME = re.compile(
-    r"TOKEN|SECRET|PASSW|PASSWD|PWD$|KEY|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE|"
-    r"CERT|DSN|CONN(?:ECTION)?_STR|API_?KEY|ACCESS_?ID",
-    re.I,
+_SECRET_WORDS = (
+    r"TOKEN|SECRET|PASSW|PASSWD|PASS(?=_|$)|PWD$|(?<![A-Z])PW(?=_|$)|KEY|CREDENTIAL|CREDS?(?=_|$)|"
+    r"AUTH|BEARER|COOKIE|SESSION|PRIVATE|SIGNATURE|CERT|DSN|CONN(?:ECTION)?_STR|API_?KEY|ACCESS_?ID"
 )
-# Names that match the pattern above but hold nothing secret (keeps `env` useful).
+_SECRET_NAME = re.compile(_SECRET_WORDS, re.I)
+# Names that match the pattern above but hold nothing secret (keeps `env` useful). NCCL's
+# InfiniBand "key" settings (NCCL_IB_PKEY, ...) are numbers, unless the name also says secret.
 _NOT_SECRET = re.compile(
     r"^(?:PWD|OLDPWD|KEYBOARD\w*|XDG_SESSION_\w+|SESSION_MANAGER|DBUS_SESSION_BUS_ADDRESS|"
-    r"NCCL_IB_\w*KEY\w*|SSH_AUTH_SOCK|\w*_TOKENIZERS_PARALLELISM|TOKENIZERS_PARALLELISM)$",
+    r"NCCL_IB_(?!\w*(?:SECRET|TOKEN|PASS|PWD|CRED|AUTH|PRIVATE))\w*KEY\w*|SSH_AUTH_SOCK|"
+    r"\w*_TOKENIZERS_PARALLELISM|TOKENIZERS_PARALLELISM)$",
     re.I,
+)
+# A key that looks secret, in free text (key=value, --flag value, Namespace(k='v'), JSON).
+_SECRET_KEY = (
+    r"[\w.-]*(?:token|secret|passw(?:or)?d|pass(?![a-z])|pwd|(?<![a-z0-9])pw(?![a-z])|api[_-]?key|access[_-]?key|"
+    r"private[_-]?key|credential|creds?(?![a-z])|auth|cookie|session[_-]?id|bearer|_key(?![a-z]))[\w.-]*"
 )
 
 _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # PEM blocks: the whole block, wherever it is (also with literal "\n" escapes)
     (
         re.compile(
-            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
+            r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
             re.S,
         ),
         REDACTED,
     ),
-    # scheme://user:password@host
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/:@]+:[^\s/@]+@"), rf"\1{REDACTED}@"),
-    # Authorization: Bearer xxx / Basic xxx
-    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"), rf"\1 {REDACTED}"),
-    # key=value / key: value pairs whose key looks secret
+    # scheme://user:password@host (the password may hold '/')
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/:@]+:[^\s@]+@"), rf"\1{REDACTED}@"),
+    # Authorization: Bearer xxx / Basic xxx / Token xxx
     (
         re.compile(
-            r"(?i)\b([\w.-]*(?:token|secret|passw(?:or)?d|pwd|api[_-]?key|access[_-]?key|"
-            r"private[_-]?key|credential|auth|cookie|session[_-]?id)[\w.-]*)"
-            r"(\s*[=:]\s*|\"\s*:\s*\"|'\s*:\s*')(?!<redacted>|(?:bearer|basic)\s)([^\s\"',;&]{4,})"
+            r"(?i)\b(authorization\s*[=:]\s*(?:token|bearer|basic|digest|apikey)?\s*)(?!<redacted>)\S+"
+        ),
+        rf"\1{REDACTED}",
+    ),
+    (re.compile(r"(?i)\b(bearer|basic)\s+(?!<redacted>)[A-Za-z0-9._~+/=-]{8,}"), rf"\1 {REDACTED}"),
+    # --password X / --api-token X / --db-password="x" on a command line
+    (
+        re.compile(rf"(?i)(--{_SECRET_KEY})(\s+|\s*=\s*)([\"']?)(?!<redacted>|-)[^\s\"']+\3"),
+        rf"\1\2\3{REDACTED}\3",
+    ),
+    # key=value / key: value / key='value' / "key": "value" whose key looks secret
+    (
+        re.compile(
+            rf"(?i)\b({_SECRET_KEY})"
+            r"(\s*[=:]\s*[\"']?|\"\s*:\s*\"|'\s*:\s*')(?!<redacted>|(?:bearer|basic|token)\s)"
+            r"([^\s\"',;&)]+)"
         ),
         rf"\1\2{REDACTED}",
     ),
@@ -63,10 +82,20 @@ _TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),  # JWT
     (re.compile(r"\bnpm_[A-Za-z0-9]{30,}\b"), REDACTED),
     (re.compile(r"\bpypi-[A-Za-z0-9_-]{30,}\b"), REDACTED),
-    (re.compile(r"(?i)\b(wandb[_-]?api[_-]?key|wandb)\s+[0-9a-f]{40}\b"), rf"\1 {REDACTED}"),
+    (
+        re.compile(r"(?i)\b(wandb[_-]?api[_-]?key|wandb(?:\s+login)?)\s+[0-9a-f]{40}\b"),
+        rf"\1 {REDACTED}",
+    ),
+    # AWS-style secret access keys: 40 base64 characters with upper and lower case and a digit
+    # or '/' or '+'; hex hashes (git, sha1) have no upper case and are kept.
+    (
+        re.compile(
+            r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]{0,39}[A-Z])(?=[A-Za-z0-9/+]{0,39}[a-z])"
+            r"(?=[A-Za-z0-9/+]{0,39}[0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
+        ),
+        REDACTED,
+    ),
 )
-# AWS secret access keys are 40 base64 characters with no prefix: only redact them next to a
-# key id or a secret-looking word, or the long hashes in logs would all vanish.
 _AWS_SECRET = re.compile(r"(?i)(aws.{0,30}?[=:\s]\s*)([A-Za-z0-9/+]{40})\b")
 
 

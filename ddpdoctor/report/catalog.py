@@ -23,7 +23,7 @@ def document() -> dict[str, Any]:
     from ddpdoctor.lint.rules import RULES
     from ddpdoctor.node.codes import ALL as NODE_PROBLEMS
     from ddpdoctor.report.problems import PROBLEMS
-    from ddpdoctor.triage.signatures import SIGNATURES
+    from ddpdoctor.triage.prose import ALL_SIGNATURES
 
     return {
         "probes": [_problem(p) for p in PROBLEMS.values()],
@@ -48,6 +48,6 @@ def document() -> dict[str, Any]:
                 "fix": s.fix,
                 "confirm_with": s.confirm_with,
             }
-            for s in SIGNATURES
+            for s in ALL_SIGNATURES
         ],
     }

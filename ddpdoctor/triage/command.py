@@ -31,6 +31,14 @@ def explain(
             hidden=True,
         ),
     ] = "auto",
+    max_bytes: Annotated[
+        int | None,
+        typer.Option(
+            "--max-bytes",
+            help="Read at most this many bytes (default 8 GiB); the report says when it cut.",
+            hidden=True,
+        ),
+    ] = None,
     debug: DebugOpt = False,
 ) -> None:
     """Explain a crash log or pasted ticket: the root cause, the evidence, why, and the fix."""
@@ -42,9 +50,11 @@ def explain(
 
     if engine not in ("auto", "grep", "python"):
         raise UsageError(f"--engine must be auto, grep or python, not {engine!r}")
+    if max_bytes is not None and max_bytes < 1:
+        raise UsageError(f"--max-bytes must be at least 1, not {max_bytes}")
     schema.check_writable(json_path)
     if path == "-":
-        diagnosis = explain_stream(sys.stdin.buffer, engine)
+        diagnosis = explain_stream(_stdin(), engine, max_bytes)
     else:
         try:
             fh = open(path, "rb")  # noqa: SIM115 - closed below; errors become one line
@@ -53,22 +63,34 @@ def explain(
         with fh:
             if not _is_readable_file(fh):
                 raise UsageError(f"cannot read {path}: not a regular file")
-            diagnosis = explain_stream(fh, engine)
+            diagnosis = explain_stream(fh, engine, max_bytes)
     doc = explain_doc(diagnosis, path)
     code = EXIT_OK if doc["matches"] else EXIT_PROBLEMS
+    if not doc["matches"]:
+        print(doc["advice"], file=sys.stderr)
     if json_path:
         schema.write(doc, json_path)
         if json_path == "-":
-            if not doc["matches"]:
-                print(doc["advice"], file=sys.stderr)
             raise typer.Exit(code)
-    if not doc["matches"]:
-        print(doc["advice"], file=sys.stderr)
-        raise typer.Exit(code)
     from ddpdoctor.triage import render
 
     render.explain(doc, render.console(ascii_only), ascii_only)
     raise typer.Exit(code)
+
+
+def _stdin():
+    """stdin as a binary stream; a closed stdin (`explain <&-`) is a usage error, not a crash."""
+    import os
+    import sys
+
+    stream = getattr(sys.stdin, "buffer", None)
+    try:
+        if stream is None:
+            raise OSError
+        os.fstat(stream.fileno())
+    except (OSError, ValueError):
+        raise UsageError("no input: stdin is closed; pass a FILE or pipe the log in") from None
+    return stream
 
 
 def _is_readable_file(fh) -> bool:

@@ -14,19 +14,12 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from ddpdoctor.report.render import make_console
+from ddpdoctor.report.units import human_bytes
+
 
 def console(ascii_only: bool) -> Console:
-    return Console(no_color=ascii_only, emoji=False, safe_box=ascii_only, highlight=False)
-
-
-def _size(n: int | None) -> str:
-    if n is None:
-        return "unknown"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return "unknown"
+    return make_console(ascii_only)
 
 
 def _unknown(v: Any) -> str:
@@ -89,11 +82,56 @@ def explain(doc: dict[str, Any], out: Console, ascii_only: bool = False) -> None
     extra = (
         f", root cause rank {doc['root_cause_rank']}" if doc["root_cause_rank"] is not None else ""
     )
-    out.print(
-        f"{len(matches)} finding(s) in {doc['lines_read']} lines ({doc['engine']} scan){extra}.",
-        highlight=False,
-        markup=False,
+    for line in explain_summary(doc):
+        out.print(line, highlight=False, markup=False, soft_wrap=True)
+    if matches:
+        out.print(
+            f"{len(matches)} finding(s) in {doc['lines_read']} lines ({doc['engine']} scan){extra}.",
+            highlight=False,
+            markup=False,
+        )
+
+
+def explain_summary(doc: dict[str, Any]) -> list[str]:
+    """The plain-text lines after the panels: candidates with confidence and why, what to run
+    next, what was read and cut; with no diagnosis, what was read and what to collect."""
+    from ddpdoctor.triage.next_steps import COLLECT
+
+    out: list[str] = []
+    cands = doc.get("candidates", [])
+    inp = doc.get("input", {})
+    if not doc["matches"]:
+        out.append(
+            f"No known DDP failure recognised in {doc['lines_read']} lines "
+            f"({human_bytes(doc['bytes_read'])}, {doc['engine']} scan; "
+            f"{inp.get('prose_lines', 0)} line(s) of its head read as prose too)."
+        )
+    title = (
+        "Candidates" if doc["matches"] else "Closest candidates (low confidence, not a diagnosis)"
     )
+    if cands:
+        out.append(f"{title}:")
+        for i, c in enumerate(cands, 1):
+            out.append(f"  {i}. {c['root_cause']}  confidence {c['confidence']:.2f}")
+            for w in c["why"][:4]:
+                out.append(f"       - {w}")
+            if c["next"]["run"]:
+                out.append(f"       next: {'; '.join(c['next']['run'])}")
+            for v in c["next"]["set"][:2]:
+                out.append(f"       set:  {v}")
+    elif not doc["matches"]:
+        out.append(f"{title}: none.")
+    if not doc["matches"]:
+        out.append("Collect and run `ddpdoctor explain` again:")
+        out.extend(f"  - {c}" for c in COLLECT)
+    if inp.get("long_lines_cut"):
+        out.append(f"Note: {inp['long_lines_cut']} line(s) longer than 64 KiB were cut to 64 KiB.")
+    if inp.get("cut_at_bytes") is not None:
+        out.append(
+            f"Note: reading stopped after {human_bytes(inp['cut_at_bytes'])} (--max-bytes, default "
+            "8 GiB); the rest of the input was not read."
+        )
+    return out
 
 
 # --- env ----------------------------------------------------------------------------------------
@@ -147,7 +185,7 @@ def env_sections(doc: dict[str, Any]) -> list[tuple[str, list[tuple[str, str]]]]
                 (
                     f"GPU {d['index']}",
                     f"{_unknown(d.get('name'))}, "
-                    f"{_size(d.get('memory_total_bytes'))}, bus {_unknown(d.get('pci_bus_id'))}{link}",
+                    f"{human_bytes(d.get('memory_total_bytes'))}, bus {_unknown(d.get('pci_bus_id'))}{link}",
                 )
             )
         topo = gpus.get("topology") or []
@@ -177,11 +215,11 @@ def env_sections(doc: dict[str, Any]) -> list[tuple[str, list[tuple[str, str]]]]
                 ),
                 (
                     "memory",
-                    f"{_size(mem.get('total_bytes'))} total, {_size(mem.get('available_bytes'))} available",
+                    f"{human_bytes(mem.get('total_bytes'))} total, {human_bytes(mem.get('available_bytes'))} available",
                 ),
                 (
                     "/dev/shm",
-                    f"{_size(shm.get('total_bytes'))} total, {_size(shm.get('free_bytes'))} free"
+                    f"{human_bytes(shm.get('total_bytes'))} total, {human_bytes(shm.get('free_bytes'))} free"
                     + (" - WARNING: " + shm["warning"] if shm.get("warning") else ""),
                 ),
             ],

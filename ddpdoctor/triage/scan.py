@@ -10,8 +10,11 @@ lines that hit it, each with the line before and after (messages wrap). They yie
 - `python`: the same job in pure Python (lowercase the chunk, one regex); used when grep is
   missing or unusable, and in tests to prove both engines agree.
 
-Lines longer than `LINE_CAP` keep only their first `LINE_CAP` bytes, so a 50 MB single line
-costs 64 KiB of memory, not 50 MB.
+Bounded memory whatever the input (both engines, grep included, read the same capped stream):
+- lines longer than `LINE_CAP` keep only their first `LINE_CAP` bytes before anything else sees
+  them, so a 200 MB single line (or /dev/zero) costs 64 KiB, in grep as in Python;
+- at most `MAX_INPUT` bytes are read (`explain /dev/zero` ends); the report says when either
+  cap cut the input.
 """
 
 from __future__ import annotations
@@ -24,22 +27,101 @@ import stat
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ddpdoctor.triage.lines import LINE_CAP
 from ddpdoctor.triage.signatures import keywords, prefilter_pattern
 
 CHUNK = 4 * 1024 * 1024
+MAX_INPUT = 8 * 1024**3  # bytes read at most (documented; --max-bytes lowers it)
 Candidate = tuple[int, bytes, bool]
 Reader = Callable[[int], bytes]
 
 
+HEAD_CAP = 256 * 1024  # the first bytes of the input, kept for the prose reader (a ticket)
+
+
 @dataclass
 class Counts:
-    """What the scan saw of the whole input (not only the candidates)."""
+    """What the scan saw of the whole input (not only the candidates), and its head."""
 
     lines: int = 0
     bytes: int = 0
+    head: bytearray = field(default_factory=bytearray)
+    long_lines: int = 0  # lines cut to LINE_CAP
+    stopped: bool = False  # reading stopped at MAX_INPUT
+
+    def keep_head(self, chunk: bytes) -> None:
+        if len(self.head) < HEAD_CAP:
+            self.head += chunk[: HEAD_CAP - len(self.head)]
+
+
+class LineCapper:
+    """Cut every line to `cap` bytes in a stream of chunks (the newline is kept, so line
+    numbers do not move). Chunks without a long line pass through untouched: one window check
+    per `cap` bytes finds them, so the common case costs almost nothing."""
+
+    def __init__(self, counts: Counts, cap: int = LINE_CAP) -> None:
+        self.counts, self.cap = counts, cap
+        self.run = 0  # bytes of the current line already passed on
+        self.dropping = False  # inside a long line, past the cap
+
+    def feed(self, chunk: bytes) -> bytes:
+        first, last = chunk.find(b"\n"), chunk.rfind(b"\n")
+        if (
+            not self.dropping
+            and first >= 0
+            and self.run + first <= self.cap
+            and len(chunk) - last - 1 <= self.cap
+            and all(chunk.find(b"\n", p, p + self.cap) >= 0 for p in range(first, last, self.cap))
+        ):
+            self.run = len(chunk) - last - 1
+            return chunk  # every line is shorter than twice the cap: grep's buffer stays small
+        return self._cut(chunk)
+
+    def _cut(self, chunk: bytes) -> bytes:
+        out: list[bytes] = []
+        pieces = chunk.split(b"\n")
+        for i, piece in enumerate(pieces):
+            more = i < len(pieces) - 1  # a newline follows this piece
+            if not self.dropping:
+                room = self.cap - self.run
+                if len(piece) > room:
+                    out.append(piece[:room])
+                    self.dropping = True
+                    self.counts.long_lines += 1
+                else:
+                    out.append(piece)
+                    self.run += len(piece)
+            if more:
+                out.append(b"\n")
+                self.run, self.dropping = 0, False
+        return b"".join(out)
+
+
+def bounded(read: Reader, counts: Counts, max_bytes: int) -> Reader:
+    """`read` that stops after max_bytes (noting it when more was there) and caps lines; it
+    counts the bytes and keeps the head of the input as it was, before any cut."""
+    capper = LineCapper(counts)
+    left = max_bytes
+
+    def read_bounded(n: int) -> bytes:
+        nonlocal left
+        while left > 0:
+            chunk = read(min(n, left))
+            if not chunk:
+                return b""
+            left -= len(chunk)
+            counts.bytes += len(chunk)
+            counts.keep_head(chunk)
+            out = capper.feed(chunk)
+            if out:  # b"" would read as the end: a chunk wholly inside a cut line is skipped
+                return out
+        if not counts.stopped and read(1):
+            counts.stopped = True
+        return b""
+
+    return read_bounded
 
 
 def capped_lines(read: Reader) -> Iterator[bytes]:
@@ -147,7 +229,6 @@ def scan_python(read: Reader, counts: Counts) -> Iterator[Candidate]:
         prev_line = body[body.rfind(b"\n", 0, len(body) - 1) + 1 : -1]
 
     while chunk := read(CHUNK):
-        counts.bytes += len(chunk)
         if dropping:
             nl = chunk.find(b"\n")
             if nl < 0:
@@ -201,7 +282,6 @@ def _feed(read: Reader, sink, counts: Counts, errors: list[BaseException]) -> No
     last = b"\n"
     try:
         while chunk := read(CHUNK):
-            counts.bytes += len(chunk)
             counts.lines += chunk.count(b"\n")
             last = chunk[-1:]
             if sink is not None:
@@ -218,36 +298,41 @@ def _feed(read: Reader, sink, counts: Counts, errors: list[BaseException]) -> No
                 sink.close()
 
 
-def _pread_reader(fd: int) -> Reader:
-    """Read a file from its start without moving the descriptor's offset (grep shares it)."""
-    offset = 0
+GREP_MEMORY = 96 * 1024 * 1024  # address space grep may use when it reads a file itself
 
-    def read(n: int) -> bytes:
-        nonlocal offset
-        data = os.pread(fd, n, offset)
-        offset += len(data)
-        return data
 
-    return read
+class GrepFailed(RuntimeError):
+    """grep stopped with an error (out of memory on a giant line): scan again through the pipe."""
+
+
+def _limit_grep_memory() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (GREP_MEMORY, GREP_MEMORY))
 
 
 def scan_grep(read: Reader, counts: Counts, exe: str, fd: int | None = None) -> Iterator[Candidate]:
     """grep engine: grep finds the hit lines and their neighbours; Python parses its output.
 
-    For a regular file (`fd`), grep reads it directly and a thread counts its lines with pread
-    (a second, parallel pass over the page cache); otherwise Python feeds grep through a pipe.
+    Through a pipe (stdin, devices, files over the input cap) a thread feeds grep the bounded
+    stream (lines cut, input capped), so grep's memory stays small even on one endless line.
+    A regular file (`fd`) grep reads itself, under an address-space limit, while a thread reads
+    it in parallel (pread) to count lines and keep the head: the fast path. A line too long for
+    that limit makes grep fail; the caller then scans again through the pipe (GrepFailed).
     """
     proc = subprocess.Popen(
         [exe, "-a", "-n", "-i", "-E", "-B1", "-A1", prefilter_pattern()],
         stdin=fd if fd is not None else subprocess.PIPE,
         stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         env=_grep_env(),
+        preexec_fn=_limit_grep_memory if fd is not None else None,  # noqa: PLW1509
     )
     errors: list[BaseException] = []
-    source = _pread_reader(fd) if fd is not None else read
-    feeder = threading.Thread(target=_feed, args=(source, proc.stdin, counts, errors), daemon=True)
+    feeder = threading.Thread(target=_feed, args=(read, proc.stdin, counts, errors), daemon=True)
     feeder.start()
     emit = _Emitter()
+    done = False
     try:
         for line in capped_lines(proc.stdout.read):
             if line == b"--":
@@ -261,18 +346,36 @@ def scan_grep(read: Reader, counts: Counts, exe: str, fd: int | None = None) -> 
             if len(emit.out) >= 1024:
                 yield from emit.drain()
         yield from emit.drain()
+        done = True  # grep closed its output: let it exit by itself (a kill would read as failure)
     finally:
-        if proc.poll() is None:
+        if not done and proc.poll() is None:
             proc.kill()
         proc.stdout.close()
         proc.wait()
-        feeder.join(timeout=5)
+        # reading a file to count it always ends; a pipe's reader may wait on its input
+        feeder.join(timeout=None if done and fd is not None else 5)
     if errors:
         raise errors[0]
+    if done and fd is not None and proc.returncode not in (0, 1):
+        raise GrepFailed(f"grep exited {proc.returncode}")
 
 
-def _regular_file_at_start(stream: object) -> int | None:
-    """The descriptor of a regular file positioned at its start, else None."""
+def _pread_reader(fd: int) -> Reader:
+    """Read a file from its start without moving the descriptor's offset (grep shares it)."""
+    offset = 0
+
+    def read(n: int) -> bytes:
+        nonlocal offset
+        data = os.pread(fd, n, offset)
+        offset += len(data)
+        return data
+
+    return read
+
+
+def regular_file_at_start(stream: object) -> int | None:
+    """The descriptor of a regular file positioned at its start, else None (ask before any
+    read or peek moves the offset)."""
     try:
         fd = stream.fileno()  # type: ignore[attr-defined]
         st = os.fstat(fd)
@@ -284,11 +387,24 @@ def _regular_file_at_start(stream: object) -> int | None:
 
 
 def scan(
-    read: Reader, counts: Counts, engine: str = "auto", stream: object = None
+    read: Reader,
+    counts: Counts,
+    engine: str = "auto",
+    max_bytes: int | None = None,
+    fd: int | None = None,
+    direct: bool = True,
 ) -> tuple[str, Iterator[Candidate]]:
-    """Pick an engine ("auto", "grep" or "python") and return its name and candidates."""
+    """Pick an engine ("auto", "grep" or "python") and return its name and candidates.
+    `fd`: a regular file, read from its start with pread (whatever a buffered reader did to its
+    offset); grep reads it itself when `direct` and it fits the input cap."""
+    limit = max_bytes or MAX_INPUT
+    if fd is not None:
+        read = _pread_reader(fd)
     if engine in ("auto", "grep"):
         exe = _grep()
         if exe is not None:
-            return "grep", scan_grep(read, counts, exe, _regular_file_at_start(stream))
-    return "python", scan_python(read, counts)
+            if fd is not None and direct and os.fstat(fd).st_size <= limit:
+                os.lseek(fd, 0, os.SEEK_SET)  # grep reads through the shared offset
+                return "grep", scan_grep(bounded(read, counts, limit), counts, exe, fd)
+            return "grep", scan_grep(bounded(read, counts, limit), counts, exe)
+    return "python", scan_python(bounded(read, counts, limit), counts)

@@ -17,8 +17,10 @@ Each signature has:
   as a timeout or a peer that went away); symptoms rank after causes,
 - `min_count`: how many separate lines must match before it counts (tables, not messages).
 
-Real example lines for every signature live in tests/triage/test_signatures.py and
-tests/fixtures/triage/.
+Symptoms described in words (tickets without a traceback) are prose signatures, scored
+phrases instead of patterns: ddpdoctor/triage/prose.py. Real example lines for every signature
+live in tests/triage/test_signatures.py and tests/fixtures/triage/ (corpus/ holds 128 public
+reports with their confirmed causes).
 """
 
 from __future__ import annotations
@@ -43,7 +45,22 @@ ROOT_CAUSES = (
     "OOM",
 )
 
-CAUSE, SYMPTOM = 0, 1
+CAUSE, SYMPTOM, PROSE = 0, 1, 2
+# Evidence weights: a traceback signature outweighs prose, and weak signals add up
+# (matcher.rank_candidates). A cause names what went wrong; a generic cause is a message that
+# several causes print; a symptom follows a failure elsewhere; prose phrases weigh 1-5 each.
+WEIGHT = {CAUSE: 10.0, SYMPTOM: 3.0, PROSE: 0.0}
+GENERIC_CAUSE = 5.0
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """One way a ticket describes a symptom in words, and how much it says about the cause."""
+
+    pattern: re.Pattern[str]
+    weight: float
+    label: str  # what the reader is told: 'says "no speed-up with more GPUs"'
+    literals: tuple[str, ...] = ()  # a match contains one of these (a cheap precheck)
 
 
 @dataclass(frozen=True)
@@ -58,6 +75,12 @@ class Signature:
     confirm_with: str
     tier: int = CAUSE
     min_count: int = 1
+    weight: float | None = None  # None: the tier's weight
+    phrases: tuple[Phrase, ...] = ()  # prose signatures: scored phrases instead of patterns
+
+    @property
+    def base_weight(self) -> float:
+        return WEIGHT[self.tier] if self.weight is None else self.weight
 
     def search(self, text: str) -> re.Match[str] | None:
         for pattern in self.patterns:
@@ -239,22 +262,6 @@ SIGNATURES: tuple[Signature, ...] = (
         _CHECK_DEV,
     ),
     Signature(
-        "DDX133",
-        "DEVICE_MAPPING",
-        "Every rank works on GPU 0",
-        _rx(
-            r"(?:all|every|each)\s+(?:the\s+|\d+\s+)?(?:ranks?|process(?:es)?|workers?)\s+.{0,40}(?:on|use|uses|using)\s+(?:gpu\s*0|cuda:0|the\s+(?:same|first)\s+gpu)",
-            r"(?:only|just)\s+(?:gpu\s*0|cuda:0|the\s+first\s+gpu)\s+(?:is\s+)?(?:used|busy|utili[sz]ed|has\s+memory)",
-            r"(?:gpu\s*0|cuda:0)\s+(?:has|shows|with|runs)\s+(?:\d+|all|several|multiple|every)\s+(?:\w+\s+)?process",
-        ),
-        ("gpu 0", "gpu0", "cuda:0", "first gpu", "same gpu"),
-        "Without torch.cuda.set_device(local_rank) every process creates its CUDA context and "
-        "tensors on cuda:0: GPU 0 fills up and serialises the work while the other GPUs idle.",
-        "torch.cuda.set_device(local_rank) first thing, model.to(local_rank), "
-        "DDP(model, device_ids=[local_rank]), and map_location when loading checkpoints.",
-        _CHECK_DEV,
-    ),
-    Signature(
         "DDX135",
         "DEVICE_MAPPING",
         "nvidia-smi shows several training processes on GPU 0",
@@ -265,6 +272,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "torch.cuda.set_device(local_rank) before any CUDA work, including torch.load "
         "(map_location) and torch.cuda.* calls made at import time.",
         _CHECK_DEV,
+        tier=SYMPTOM,  # a table, not a failure: resuming a checkpoint shows it too
+        weight=4.0,
         min_count=2,
     ),
     Signature(
@@ -342,8 +351,10 @@ SIGNATURES: tuple[Signature, ...] = (
             r"Signals\.SIGKILL",
             r"out\s+of\s+memory:\s+killed\s+process",
             r"DefaultCPUAllocator:\s+(?:not\s+enough\s+memory|can't\s+allocate\s+memory)",
+            r"is\s+killed\s+by\s+signal:\s+killed",
+            r"terminated\s+with\s+signal\s+SIGKILL",
         ),
-        ("exitcode", "sigkill", "killed process", "defaultcpuallocator"),
+        ("exitcode", "sigkill", "killed process", "defaultcpuallocator", "signal: killed"),
         "A rank died from SIGKILL: most often the kernel's OOM killer, because every rank "
         "loaded the whole dataset or checkpoint into host RAM; sometimes the scheduler.",
         "Check `dmesg | grep -i oom` on that host; load data lazily, torch.load with "
@@ -400,6 +411,7 @@ SIGNATURES: tuple[Signature, ...] = (
             r"(?:grad_?scaler|loss\s+scal\w*|\bamp\b|fp16|autocast|mixed\s+precision).{0,80}(?:loss|grad\w*|weights?|outputs?)\W{0,3}(?:is|are|=|:|becomes?|became|goes|went|turns?|turned|gets?|got)?\s*(?:to\s+)?(?:nan|inf)\b",
             r"(?:loss|grad\w*|weights?|outputs?)\W{0,3}(?:is|are|=|:|becomes?|became|goes|went|turns?|turned|gets?|got)?\s*(?:to\s+)?(?:nan|inf)\b.{0,80}(?:grad_?scaler|loss\s+scal\w*|\bamp\b|fp16|autocast|mixed\s+precision)",
             r"gradient\s+overflow\.?\s+skipping\s+step",
+            r"fp16\s+grad\s+scale:?\s+0\b",
             r"current\s+loss\s+scale\s+already\s+at\s+minimum",
             r"scaler\s+scale\s+.{0,40}(?:differ|diverg)",
         ),
@@ -411,6 +423,25 @@ SIGNATURES: tuple[Signature, ...] = (
         "scaler.update() every step on every rank; compute the loss inside autocast; prefer "
         "bf16 where the GPU supports it.",
         _CHECK_SCALER,
+        tier=SYMPTOM,
+    ),
+    Signature(
+        "DDX205",
+        "GRADSCALER",
+        "Scheduler stepped before the optimizer: in an AMP job, GradScaler skipped a step",
+        _rx(
+            r"detected\s+call\s+of\s+.?lr_scheduler\.step\(\).?\s+before\s+.?optimizer\.step\(\)",
+        ),
+        ("lr_scheduler.step()",),
+        "On its own this warning is harmless. With a GradScaler it means scaler.step() skipped "
+        "optimizer.step() because the gradients held inf/NaN (normal for the first steps, "
+        "while the scale calibrates); when it keeps coming, every step is skipped and the "
+        "model does not train.",
+        "Keep the order scaler.step(opt); scaler.update(); scheduler.step(); if steps keep "
+        "being skipped, look for inf/NaN in the loss (compute it in autocast, lower the LR) "
+        "and check the scaler is one per process and updated on every rank.",
+        f"{_CHECK_SCALER}; {_LINT}",
+        weight=1.0,  # raised when the same log shows AMP (matcher: warnings read in context)
     ),
     # --- shared memory ----------------------------------------------------------------------
     Signature(
@@ -439,9 +470,17 @@ SIGNATURES: tuple[Signature, ...] = (
             r"error\s+while\s+creating\s+shared[\s-]memory\s+segment",
             r"NCCL\s+WARN\s+.{0,60}/dev/shm",
             r"shm_open|ftruncate\s+failed",
+            r"posix_fallocate\s+failed",
             r"unable\s+to\s+allocate\s+shared\s+memory",
         ),
-        ("shared-memory", "shared memory segment", "/dev/shm", "shm_open", "ftruncate"),
+        (
+            "shared-memory",
+            "shared memory segment",
+            "/dev/shm",
+            "shm_open",
+            "ftruncate",
+            "posix_fallocate",
+        ),
         "NCCL's intra-node transport keeps its buffers in /dev/shm; when it is small (a "
         "container's 64 MiB) NCCL fails at communicator init or at the first large collective.",
         "Enlarge /dev/shm (docker --shm-size or --ipc=host). NCCL_SHM_DISABLE=1 works around it "
@@ -672,6 +711,7 @@ SIGNATURES: tuple[Signature, ...] = (
             r"unable\s+to\s+find\s+(?:address|interface)\s+for:?\s+\S+",
             r"ifa\s*!=\s*nullptr",
             r"ncclSocketInit:\s+connecting\s+to\s+address\s+.{0,40}family",
+            r"socket\s+creation\s+failed\s*:\s*address\s+family\s+not\s+supported",
         ),
         (
             "socket interface",
@@ -679,6 +719,7 @@ SIGNATURES: tuple[Signature, ...] = (
             "unable to find interface",
             "ifa != nullptr",
             "ncclsocketinit",
+            "socket creation failed",
         ),
         "NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME names an interface this host does not have, "
         "or (in a container) only lo exists, so the bootstrap has no address to use.",
@@ -691,13 +732,14 @@ SIGNATURES: tuple[Signature, ...] = (
         "NCCL_NETWORK",
         "InfiniBand/RoCE transport error",
         _rx(
-            r"NET/IB\s*:\s*Got\s+completion\s+(?:from\s+peer\s+\S+\s+)?with\s+(?:error|status)",
+            r"NET/IB\w*\s*:?\s*Got\s+completion\s+(?:from\s+peer\s+\S+\s+)?with\s+(?:error|status)",
+            r"got\s+completion\s+from\s+peer\s+\S+\s+with\s+(?:error|status)",
             r"call\s+to\s+ibv_\w+\s+failed",
             r"ibv_(?:create_qp|modify_qp|reg_mr|create_cq|open_device)\S*\s+failed",
             r"NET/IB\s*:(?!.{0,160}mismatch).{0,120}(?:error|failed|remote\s+process\s+exited)",
             r"remote\s+process\s+exited\s+or\s+there\s+was\s+a\s+network\s+error",
         ),
-        ("net/ib", "ibv_", "remote process exited"),
+        ("net/ib", "ibv_", "remote process exited", "got completion"),
         "The InfiniBand/RoCE verbs layer failed: a link flapped, GID index or traffic class is "
         "wrong for RoCE, the HCA is misconfigured, or a peer process died mid-transfer.",
         "Check `ibstat`/`ibv_devinfo` on every node; for RoCE set NCCL_IB_GID_INDEX (often 3); "
@@ -739,10 +781,9 @@ SIGNATURES: tuple[Signature, ...] = (
             r"peer\s+mapping\s+resources\s+exhausted",
             r"cudaIpc\w*\s+failed|cudaErrorPeerAccess",
             r"cuda\s+ipc\s+handle.{0,60}(?:fail|error|invalid)|failed\s+to\s+open\s+cuda\s+ipc",
-            r"\b(?:iommu|acs)\b.{0,80}(?:enabled|error|fault|disable|hang)",
-            r"(?:hang|hangs|hung|stuck|freez\w*|garbage|corrupt\w*).{0,80}(?:p2p|nvlink)",
-            r"NCCL_P2P_DISABLE=1.{0,80}(?:works|fix|solv|help|goes\s+away)",
             r"AMD-Vi:.{0,40}IO_PAGE_FAULT|DMAR:.{0,40}fault",
+            r"missing\s+\"?iommu=pt\"?\s+from\s+kernel\s+command\s+line",
+            r"device=\d+\s+cannot\s+access\s+peer\s+device=\d+",
         ),
         (
             "peer access",
@@ -750,17 +791,10 @@ SIGNATURES: tuple[Signature, ...] = (
             "cudaipc",
             "cuda ipc",
             "cudaerrorpeeraccess",
-            "iommu",
-            "acs",
             "amd-vi",
             "dmar",
-            "hang",
-            "hung",
-            "stuck",
-            "freez",
-            "garbage",
-            "corrupt",
-            "nccl_p2p_disable",
+            "iommu=pt",
+            "cannot access peer",
         ),
         "NCCL copies directly between GPUs over PCIe/NVLink. With the IOMMU or PCIe ACS enabled "
         "(common on bare metal and VMs) those copies are redirected or blocked: collectives hang "
@@ -786,6 +820,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET: check the chosen interface "
         "(NCCL_SOCKET_IFNAME), /dev/shm size, ulimit -l (memlock) and the driver version.",
         f"{_ENV}; {_CHECK_AR}",
+        weight=GENERIC_CAUSE,  # the 'Last error' line or the ticket says which system call
     ),
     Signature(
         "DDX156",
@@ -856,69 +891,57 @@ SIGNATURES: tuple[Signature, ...] = (
         "supports (nvidia-smi shows it).",
         _ENV,
     ),
-    # --- data sampling (described as symptoms in tickets) ------------------------------------
     Signature(
-        "DDX211",
-        "DATA_SAMPLER",
-        "Every rank trains on the same data (no DistributedSampler)",
+        "DDX225",
+        "VERSION_MISMATCH",
+        "Fabric manager and NVIDIA driver versions differ (CUDA not initialised)",
         _rx(
-            r"(?:same|identical)\s+(?:data|batch(?:es)?|samples?|images?|order|inputs?)\s+(?:on|for|in|across)\s+(?:every|each|all)\s+(?:ranks?|gpus?|process(?:es)?|workers?|devices?)",
-            r"(?:every|each|all)\s+(?:ranks?|gpus?|process(?:es)?|devices?)\s+(?:see|sees|get|gets|receive|receives|load|loads|process|processes)\s+(?:the\s+)?(?:same|identical|(?:whole|entire|full)\s+data\s*set)",
-            r"loss(?:es)?\s+(?:is|are)?\s*(?:exactly\s+)?(?:identical|the\s+same)\s+(?:on|across|for)\s+(?:all|every|each)\s+(?:ranks?|gpus?|process(?:es)?)",
-            r"(?:no|without\s+a?|missing|forgot\s+(?:the\s+)?)\s*DistributedSampler",
-            r"(?:overlapping|duplicated?)\s+(?:data|samples|batches)\s+(?:across|between|on)\s+(?:ranks|gpus|processes)",
+            r"fabric\s*manager.{0,80}version\s+[\d.]+\s+don'?t\s+match\s+with\s+driver\s+version",
+            r"system\s+not\s+yet\s+initiali[sz]ed",
+            r"cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY",
         ),
         (
-            "same",
-            "identical",
-            "whole data",
-            "entire data",
-            "full data",
-            "distributedsampler",
-            "overlapping",
-            "duplicate",
+            "don't match with driver",
+            "dont match with driver",
+            "not yet initiali",
+            "system_not_ready",
+            "systemnotready",
         ),
-        "A plain DataLoader gives every rank the whole dataset in the same order: N GPUs train "
-        "on identical batches, the effective batch does not grow and an epoch takes as long as "
-        "on one GPU.",
-        "DataLoader(ds, sampler=DistributedSampler(ds), shuffle=False, ...) and "
-        "sampler.set_epoch(epoch) at the start of every epoch.",
-        f"{_CHECK_SAMPLER}; {_LINT}",
+        "NVSwitch systems (8-GPU A100/H100/H200 boards) need nvidia-fabricmanager running at "
+        "exactly the driver's version; after a driver or package upgrade the two drift apart, "
+        "the service refuses to start and CUDA reports 'system not yet initialized' (error 802).",
+        "Install the fabric manager package of the same version as the driver (or reinstall "
+        "both from one source), hold them together against apt upgrades, and start "
+        "nvidia-fabricmanager; nvidia-smi -q | grep -i fabric shows its state.",
+        f"{_ENV}: driver; systemctl status nvidia-fabricmanager",
     ),
     Signature(
-        "DDX212",
-        "DATA_SAMPLER",
-        "N GPUs but no speed-up per epoch",
+        "DDX226",
+        "VERSION_MISMATCH",
+        "The loaded NVIDIA kernel module and the user-space driver differ",
         _rx(
-            r"epoch\s+takes\s+(?:just\s+)?as\s+long\s+as\s+(?:on|with)\s+(?:one|1|a\s+single)",
-            r"(?:no|zero)\s+speed[\s-]?up\s+(?:with|from|using)\s+(?:\d+|multiple|more|several)\s+gpus?",
-            r"(?:\d+|multiple|several|more)\s+gpus?.{0,60}(?:not\s+faster|no\s+faster|same\s+(?:speed|time)|as\s+slow\s+as|as\s+long\s+as)",
-            r"(?:same|identical)\s+number\s+of\s+(?:steps|iterations|batches)\s+per\s+epoch.{0,40}(?:gpus?|ranks?)",
-            r"(?:steps|iterations|batches)\s+per\s+epoch.{0,60}(?:does\s*n[o']t|did\s*n[o']t|not|never)\s+(?:decrease|change|drop|go\s+down|shrink)",
-            r"same\s+(?:time|speed)\s+as\s+(?:on\s+|with\s+)?(?:a\s+)?(?:single|one|1)[\s-]gpu",
-            r"(?:not|no)\s+faster\s+than\s+(?:on\s+|with\s+)?(?:a\s+)?(?:single|one|1)[\s-]gpu",
+            r"failed\s+to\s+initiali[sz]e\s+nvml:\s+driver/library\s+version\s+mismatch",
+            r"driver/library\s+version\s+mismatch",
         ),
-        ("as long as", "speed", "faster", "as slow as", "same time", "number of", "per epoch"),
-        "If each epoch has as many steps with N GPUs as with one, each rank iterates the full "
-        "dataset: the DataLoader has no DistributedSampler, so there is no work split.",
-        "Use DistributedSampler (the number of steps per epoch must drop by N) and call "
-        "sampler.set_epoch(epoch) every epoch.",
-        f"{_CHECK_SAMPLER}; {_LINT}",
+        ("driver/library version mismatch",),
+        "The driver was upgraded on disk but the old kernel module is still loaded, so NVML "
+        "and CUDA refuse to talk to it.",
+        "Reboot the node (or unload and reload the nvidia modules) so the module matches the "
+        "installed driver; check with cat /proc/driver/nvidia/version and nvidia-smi.",
+        _ENV,
     ),
     Signature(
-        "DDX213",
-        "DATA_SAMPLER",
-        "Same shuffle order every epoch (set_epoch not called)",
-        _rx(
-            r"(?:without|missing|no|forgot(?:\s+to\s+call)?|never\s+call(?:ed|s)?)\s+(?:sampler\.)?set_epoch",
-            r"(?:same|identical)\s+(?:shuffle|order|permutation|batches)\s+(?:in\s+|on\s+)?every\s+epoch",
-        ),
-        ("set_epoch", "every epoch"),
-        "DistributedSampler shuffles with seed + epoch; without set_epoch(epoch) the epoch stays "
-        "0 and every epoch repeats the same order on every rank.",
-        "Call sampler.set_epoch(epoch) at the start of each epoch, before iterating the "
-        "DataLoader.",
-        f"{_CHECK_SAMPLER}; {_LINT}",
+        "DDX227",
+        "VERSION_MISMATCH",
+        "CUDA could not count the GPUs (driver stack not ready or mismatched)",
+        _rx(r"unexpected\s+error\s+from\s+cudaGetDeviceCount\(\)"),
+        ("cudagetdevicecount",),
+        "cudaGetDeviceCount failed: the driver, the fabric manager or the CUDA compatibility "
+        "package do not fit together on this node; the error number after it says which.",
+        "Compare the driver, fabric manager and CUDA versions on this node (nvidia-smi, "
+        "systemctl status nvidia-fabricmanager) and make them match.",
+        _ENV,
+        tier=SYMPTOM,
     ),
     # --- timeouts and vanished peers: symptoms of a failure elsewhere -------------------------
     Signature(
@@ -983,7 +1006,7 @@ SIGNATURES: tuple[Signature, ...] = (
         _rx(
             r"heartbeat\s+monitor\s+timed\s+out",
             r"watchdog\s+got\s+stuck\s+for\s+\d+\s+seconds",
-            r"TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC",
+            r"(?:increas\w*|rais\w*|adjust\w*)\s+(?:the\s+)?TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC",
         ),
         ("heartbeat", "got stuck"),
         "The NCCL watchdog thread made no progress (a CUDA/NCCL call blocked, often on a hung "
@@ -991,6 +1014,28 @@ SIGNATURES: tuple[Signature, ...] = (
         "Treat it as a hang: find the rank that stopped (py-spy dump, NCCL_DEBUG=INFO); check "
         "GPU health (nvidia-smi, dmesg Xid).",
         f"{_CHECK_AR}; {_CHECK_DEV}",
+        tier=SYMPTOM,
+    ),
+    Signature(
+        "DDX148",
+        "COLLECTIVE_TIMEOUT",
+        "NCCL watchdog stack: a collective timed out (C++ frames only)",
+        _rx(
+            r"ProcessGroupNCCL::WorkNCCL::checkTimeout",
+            r"ProcessGroupNCCL::watchdogHandler",
+            r"ProcessGroupNCCL::ncclCommWatchdog",
+            r"exception\s+raised\s+from\s+(?:checkTimeout|ncclCommWatchdog)\s+at",
+            r"timeout\s+at\s+NCCL\s+work:\s+\d+,\s+last\s+enqueued\s+NCCL\s+work",
+        ),
+        ("checktimeout", "watchdoghandler", "ncclcommwatchdog", "timeout at nccl work"),
+        "These frames are the NCCL watchdog thread taking the process down because a "
+        "collective did not complete within the process-group timeout; the rank that did not "
+        "arrive holds the cause.",
+        "Find the rank that stopped first (its log, an OOM, a rank-only branch, slow rank-0 "
+        "work such as a checkpoint); rerun with TORCH_NCCL_TRACE_BUFFER_SIZE=2000 and "
+        "TORCH_NCCL_DUMP_ON_TIMEOUT=1 for the flight recorder; raise timeout= only for long "
+        "rank-0 work.",
+        f"{_CHECK_AR}; {_CHECK_PG}",
         tier=SYMPTOM,
     ),
     Signature(
@@ -1067,11 +1112,49 @@ NCCL_VERSION_SKEW = Signature(
     f"{_CHECK_ENV}; {_ENV}",
 )
 NCCL_VERSION_LINE = re.compile(r"NCCL\s+version\s+(\d+\.\d+\.\d+)", re.I)
+# The same fact in other shapes: an image's NCCL_VERSION="2.15.5-1", torch.cuda.nccl.version()
+# printed as (2, 19, 3) on the line after.
+_NCCL_ENV_VERSION = re.compile(r"NCCL_VERSION\W{0,3}(\d+\.\d+\.\d+)", re.I)
+_NCCL_TUPLE = re.compile(r"^\W*\((\d+),\s*(\d+),\s*(\d+)\)\W*$")
 
-BY_CODE = {s.code: s for s in (*SIGNATURES, NCCL_VERSION_SKEW)}
 
-# Lines naming torchrun's verdict; the matcher reads them to find the root-cause rank.
-ROOT_CAUSE_KEYWORDS = ("root cause", "local_rank:")
+def nccl_versions_in(text: str, next_text: str = "") -> list[str]:
+    """NCCL versions a line shows (a banner, an env line, or nccl.version() and its tuple)."""
+    found = [m.group(1) for rx in (NCCL_VERSION_LINE, _NCCL_ENV_VERSION) for m in rx.finditer(text)]
+    if "nccl.version()" in text.lower():
+        t = _NCCL_TUPLE.match(next_text) or _NCCL_TUPLE.match(text.split("version()", 1)[-1])
+        if t:
+            found.append(".".join(t.groups()))
+    return found
+
+
+# Not a line pattern either: hosts that load an NCCL network plugin next to hosts that do not.
+NCCL_PLUGIN_SKEW = Signature(
+    "DDX228",
+    "VERSION_MISMATCH",
+    "Some nodes load an NCCL network plugin, others do not",
+    (),
+    ("net/plugin", "plugin path"),
+    "NCCL on one node uses a network plugin (libnccl-net.so, e.g. HPC-X/SHARP or AWS OFI) and "
+    "on another its internal transport: the nodes then speak different protocols and "
+    "collectives between them hang.",
+    "Install the same plugin on every node (or none), with the same LD_LIBRARY_PATH; "
+    "NCCL_DEBUG=INFO prints 'NET/Plugin' on each node to compare.",
+    f"{_CHECK_ENV}; {_ENV}",
+)
+
+BY_CODE = {s.code: s for s in (*SIGNATURES, NCCL_VERSION_SKEW, NCCL_PLUGIN_SKEW)}
+
+# Lines naming torchrun's verdict (the matcher reads them to find the root-cause rank), and
+# lines the version comparisons read.
+ROOT_CAUSE_KEYWORDS = (
+    "root cause",
+    "local_rank:",
+    "nccl_version",
+    "nccl.version",
+    "net/plugin",
+    "plugin path",
+)
 
 # Advice when nothing matched: what to collect and attach to the ticket.
 NO_MATCH_ADVICE = (

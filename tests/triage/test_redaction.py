@@ -8,7 +8,7 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from triage_helpers import run_cli
+from triage_helpers import FIXTURES, run_cli
 
 from ddpdoctor.node.redact import REDACTED, is_secret_name, redact_env, redact_text
 
@@ -48,14 +48,36 @@ NEEDLES = [
 ]
 
 
+# --- issue 11 (5): the secret forms of tests/fixtures/triage/secret_forms.tsv ------------------
+
+FORMS_FILE = FIXTURES / "secret_forms.tsv"
+
+
+def _forms(kind: str) -> list[tuple[str, str]]:
+    out = []
+    for line in FORMS_FILE.read_text().splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        k, form, needle = line.split("\t")
+        if k == kind:
+            out.append((form.replace("\\n", "\n"), needle))
+    return out
+
+
+ENV_FORMS = _forms("env")
+TEXT_FORMS = _forms("text")
+
+
 ENV_FORMATS = [("env", "--ascii"), ("env", "--json", "-"), ("env", "--markdown")]
 
 
 @pytest.fixture(scope="module")
 def env_outputs() -> dict[tuple[str, ...], subprocess.CompletedProcess]:
-    """The three formats, run concurrently (each imports torch) with the secrets planted."""
+    """The three formats, run concurrently (each imports torch) with the secrets planted:
+    SECRETS and the variables of tests/fixtures/triage/secret_forms.tsv."""
+    planted = {**SECRETS, **dict(f.split("=", 1) for f, _ in ENV_FORMS)}
     with ThreadPoolExecutor(len(ENV_FORMATS)) as pool:
-        runs = pool.map(lambda a: run_cli(*a, env=SECRETS), ENV_FORMATS)
+        runs = pool.map(lambda a: run_cli(*a, env=planted), ENV_FORMATS)
         return dict(zip(ENV_FORMATS, runs, strict=True))
 
 
@@ -136,3 +158,71 @@ def test_secret_names() -> None:
         "A_TOKEN": REDACTED,
         "PATH_URL": f"https://{REDACTED}@h",
     }
+
+
+def test_forms_file_covers_the_issue() -> None:
+    names = {f.split("=", 1)[0] for f, _ in ENV_FORMS}
+    assert {
+        "TORCH_DB_PASS",
+        "MASTER_CREDS",
+        "NCCL_PW",
+        "SLURM_BEARER",
+        "NCCL_IB_SECRET_KEY",
+    } <= names
+    assert len(TEXT_FORMS) >= 10
+
+
+@pytest.mark.parametrize(("form", "needle"), ENV_FORMS + TEXT_FORMS)
+def test_secret_form_is_redacted_in_free_text(form: str, needle: str) -> None:
+    assert needle not in redact_text(form)
+
+
+@pytest.mark.parametrize(("form", "needle"), ENV_FORMS)
+def test_secret_form_is_redacted_as_a_variable(form: str, needle: str) -> None:
+    name, value = form.split("=", 1)
+    assert needle not in redact_env({name: value})[name]
+
+
+def test_nccl_ib_settings_stay_visible() -> None:
+    assert not is_secret_name("NCCL_IB_PKEY") and not is_secret_name("NCCL_IB_GID_INDEX")
+    assert is_secret_name("NCCL_IB_SECRET_KEY")
+    assert redact_text("commit 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b") == (
+        "commit 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b"
+    )  # hex hashes are not AWS secrets
+
+
+def test_env_outputs_never_contain_the_secret_forms(env_outputs) -> None:
+    for r in env_outputs.values():
+        assert r.returncode == 0, r.stderr
+        out = r.stdout.decode() + r.stderr.decode()
+        for _, needle in ENV_FORMS:
+            assert needle not in out, needle
+
+
+def test_explain_output_never_contains_the_secret_forms() -> None:
+    from rich.console import Console
+
+    from ddpdoctor.triage import render
+    from ddpdoctor.triage.matcher import explain_text
+    from ddpdoctor.triage.report import explain_doc
+
+    forms = ENV_FORMS + TEXT_FORMS
+    log = "\n".join(
+        f"[rank{i}]: RuntimeError: CUDA out of memory. {form}" for i, (form, _) in enumerate(forms)
+    )
+    doc = explain_doc(explain_text(log), "-")
+    console = Console(record=True, width=200, no_color=True)
+    render.explain(doc, console, True)
+    for out in (json.dumps(doc), console.export_text()):
+        for _, needle in forms:
+            assert needle not in out, needle
+
+
+def test_a_token_cut_by_the_evidence_limit_is_redacted_first() -> None:
+    from ddpdoctor.triage.matcher import explain_text
+    from ddpdoctor.triage.report import explain_doc
+
+    token = "hf_" + "Zx9" * 12
+    line = "RuntimeError: CUDA out of memory. " + "." * (492 - 34) + token
+    text = explain_doc(explain_text(line), "-")["matches"][0]["evidence"][0]["text"]
+    assert token[:8] not in text and len(text) <= 500
