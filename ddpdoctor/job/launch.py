@@ -303,7 +303,14 @@ def tail_text(path: Path, limit: int = 4000) -> str:
         return ""
 
 
-def run(spec: LaunchSpec, on_tick: Tick | None = None) -> LaunchOutcome:
+# Called at a verdict with this node's unfinished ranks still alive ({rank: psutil.Process}),
+# before anything is killed: the moment to take their stacks.
+BeforeKill = Callable[[dict[int, Any]], None]
+
+
+def run(
+    spec: LaunchSpec, on_tick: Tick | None = None, before_kill: BeforeKill | None = None
+) -> LaunchOutcome:
     """Start torchrun, watch the heartbeats, end it at the verdict. Never leaves a process behind."""
     cmd = torchrun_command(spec)
     env = {**os.environ, **spec.env}
@@ -392,6 +399,10 @@ def run(spec: LaunchSpec, on_tick: Tick | None = None) -> LaunchOutcome:
             beats = folder.read_beats()
             procs = workers.scan(beats)
             stopped = _Workers.stopped(procs)
+            if before_kill is not None and verdict != "finished":
+                alive = {r: p for r, p in procs.items() if not _finished(beats, r)}
+                with contextlib.suppress(Exception):  # a failed dump never blocks the kill
+                    before_kill(alive)
             killed = sorted(r for r, p in procs.items() if p.is_running())
             killed_at = time.time()
             _kill_all(proc, procs)

@@ -4,13 +4,41 @@ tests. Faults that need their own launch live in test_faults.py."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from harness import Run, run_check
+
+SECRET_FORMS = Path(__file__).parent.parent / "fixtures" / "triage" / "secret_forms.tsv"
+
+
+def planted_secrets() -> dict[str, str]:
+    """The `env` forms of the secret-forms corpus, as variables: {NAME: value}; with the
+    needles that must never appear in any output."""
+    out = {}
+    for line in SECRET_FORMS.read_text().splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        kind, form, _needle = line.split("\t")
+        if kind == "env":
+            name, value = form.replace("\\n", "\n").split("=", 1)
+            out[name] = value
+    return out
+
+
+def secret_needles() -> list[str]:
+    return [
+        line.split("\t")[2]
+        for line in SECRET_FORMS.read_text().splitlines()
+        if line.strip() and not line.startswith("#") and line.startswith("env\t")
+    ]
 
 
 @pytest.fixture(scope="session")
 def healthy2(tmp_path_factory: pytest.TempPathFactory) -> Run:
-    return run_check(tmp_path_factory.mktemp("h2") / "run", "--nproc", "2", "-v")
+    """With every secret form of the corpus planted in its environment (they must not leak)."""
+    run_dir = tmp_path_factory.mktemp("h2") / "run"
+    return run_check(run_dir, "--nproc", "2", "-v", env=planted_secrets())
 
 
 @pytest.fixture(scope="session")

@@ -108,3 +108,19 @@ def test_report_rejudges_a_kept_run_folder(broken2: Run) -> None:
 
     assert verdicts(again) == verdicts(broken2.report)
     assert [r["state"] for r in again["ranks"]] == [r["state"] for r in broken2.report["ranks"]]
+
+
+def test_no_secret_reaches_the_report_the_run_folder_or_the_terminal(healthy2: Run) -> None:
+    """issue 11 (5): the corpus's secret forms were planted in healthy2's environment."""
+    from conftest import secret_needles
+
+    outputs = {"stdout": healthy2.stdout, "stderr": healthy2.stderr}
+    outputs["report.json"] = (healthy2.run_dir.parent / f"{healthy2.run_dir.name}.json").read_text()
+    for f in healthy2.run_dir.iterdir():
+        if f.is_file():
+            outputs[f.name] = f.read_text(errors="replace")
+    assert "rank-0.json" in outputs and "gathered.json" in outputs
+    env_vars = healthy2.check("env")["ranks"]["0"]["vars"]
+    assert "TORCH_DB_PASS" in env_vars  # the variable is reported, its value is not
+    leaks = [(name, n) for n in secret_needles() for name, text in outputs.items() if n in text]
+    assert leaks == []
