@@ -12,7 +12,6 @@ import typer
 from ddpdoctor import __version__
 from ddpdoctor.errors import EXIT_INTERNAL, EXIT_USAGE, DoctorError, UsageError, printable
 from ddpdoctor.lint.command import lint as lint_command
-from ddpdoctor.node.command import node as node_command
 from ddpdoctor.options import (
     AsciiOpt,
     BackendOpt,
@@ -31,8 +30,6 @@ from ddpdoctor.options import (
     TimeoutOpt,
     VerboseOpt,
 )
-from ddpdoctor.triage.command import env as env_command
-from ddpdoctor.triage.command import explain as explain_command
 
 app = typer.Typer(
     name="ddpdoctor",
@@ -45,9 +42,6 @@ app = typer.Typer(
 )
 
 app.command("lint")(lint_command)
-app.command("explain")(explain_command)
-app.command("env")(env_command)
-app.command("node")(node_command)
 
 
 def _launch_args(params: dict[str, Any]) -> Any:
@@ -195,6 +189,151 @@ def bench_allreduce(
         )
     )
     raise typer.Exit(code)
+
+
+@app.command()
+def explain(
+    path: Annotated[
+        str,
+        typer.Argument(
+            metavar="[FILE|-]", help="Log or ticket text to explain; '-' or nothing = stdin."
+        ),
+    ] = "-",
+    json_path: JsonOpt = None,
+    ascii_only: AsciiOpt = False,
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            help="auto | grep | python: how lines are scanned (auto = grep if usable).",
+            hidden=True,
+        ),
+    ] = "auto",
+    max_bytes: Annotated[
+        int | None,
+        typer.Option(
+            "--max-bytes",
+            help="Read at most this many bytes (default 8 GiB); the report says when it cut.",
+            hidden=True,
+        ),
+    ] = None,
+    debug: DebugOpt = False,
+) -> None:
+    """Explain a crash log or pasted ticket: the root cause, the evidence, why, and the fix."""
+    from ddpdoctor.triage import command
+
+    args = command.ExplainArgs(path, json_path, ascii_only, engine, max_bytes)
+    raise typer.Exit(command.explain(args))
+
+
+@app.command()
+def env(
+    json_path: JsonOpt = None,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print a fenced block to paste into a ticket.")
+    ] = False,
+    ascii_only: AsciiOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """A paste-safe snapshot of this node: versions, GPUs, CPU, /dev/shm, network, variables."""
+    from ddpdoctor.triage import command
+
+    raise typer.Exit(command.env(command.EnvArgs(json_path, markdown, ascii_only)))
+
+
+@app.command()
+def node(
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Deadline in seconds for the whole check.")
+    ] = 30.0,
+    expect: Annotated[
+        str | None,
+        typer.Option(
+            "--expect",
+            metavar="FILE",
+            help="Expected values (JSON or TOML): GPU count, models, versions, floors per machine type.",
+        ),
+    ] = None,
+    save_baseline: Annotated[
+        str | None,
+        typer.Option(
+            "--save-baseline",
+            metavar="FILE",
+            help="Record this (good) node as an --expect file (.toml or .json).",
+        ),
+    ] = None,
+    json_path: JsonOpt = None,
+    out_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--out",
+            metavar="DIR",
+            help="Write this node's report to DIR/<node>.json (under srun: a shared folder).",
+        ),
+    ] = None,
+    collect: Annotated[
+        str | None,
+        typer.Option(
+            "--collect",
+            metavar="DIR",
+            help="Read the reports in DIR: group nodes, name the odd ones.",
+        ),
+    ] = None,
+    hosts: Annotated[
+        str | None,
+        typer.Option(
+            "--hosts",
+            metavar="HOSTLIST",
+            help="With --collect: the nodes that should have reported (default: SLURM_JOB_NODELIST).",
+        ),
+    ] = None,
+    exclude_file: Annotated[
+        str | None,
+        typer.Option(
+            "--exclude-file",
+            metavar="PATH",
+            help="Write the failing nodes as a host list for srun --exclude.",
+        ),
+    ] = None,
+    node_name: Annotated[
+        str | None,
+        typer.Option(
+            "--node-name",
+            help="This node's name in reports (default: SLURMD_NODENAME, else the short hostname).",
+        ),
+    ] = None,
+    perf: Annotated[
+        bool, typer.Option("--perf/--no-perf", help="Run the short compute and bandwidth test.")
+    ] = True,
+    rdma_interval: Annotated[
+        float,
+        typer.Option("--rdma-interval", help="Seconds between the two reads of the RDMA counters."),
+    ] = 2.0,
+    fail_on: FailOnOpt = "fail",
+    verbose: VerboseOpt = False,
+    ascii_only: AsciiOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Check this node before any rendezvous (GPUs, links, RDMA, host, speed), or --collect many."""
+    from ddpdoctor.node import command
+
+    args = command.NodeArgs(
+        timeout=timeout,
+        expect=expect,
+        save_baseline=save_baseline,
+        json_path=json_path,
+        out_dir=out_dir,
+        collect=collect,
+        hosts=hosts,
+        exclude_file=exclude_file,
+        node_name=node_name,
+        perf=perf,
+        rdma_interval=rdma_interval,
+        fail_on=fail_on,
+        ascii_only=ascii_only,
+        verbose=verbose,
+    )
+    raise typer.Exit(command.run(args))
 
 
 @app.command("report")

@@ -1,5 +1,5 @@
-"""`ddpdoctor node`: the typer function (parse → call → render → exit code) and the two things
-it runs: one node's check, or `--collect DIR` over the reports many nodes wrote.
+"""`ddpdoctor node`: NodeArgs → run → exit code (the CLI parses the options), and the two
+things it runs: one node's check, or `--collect DIR` over the reports many nodes wrote.
 
 Imported at every CLI start: everything heavy (rich, torch, pynvml) is imported inside."""
 
@@ -11,12 +11,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
-
-import typer
 
 from ddpdoctor.errors import EXIT_OK, EXIT_PROBLEMS, UsageError
-from ddpdoctor.options import AsciiOpt, DebugOpt, JsonOpt, VerboseOpt
 
 
 @dataclass(frozen=True)
@@ -158,96 +154,6 @@ def run_collect(a: NodeArgs, folder: str) -> int:
     return _exit_code(view.status, a.fail_on)
 
 
-def node(
-    timeout: Annotated[
-        float, typer.Option("--timeout", help="Deadline in seconds for the whole check.")
-    ] = 30.0,
-    expect: Annotated[
-        str | None,
-        typer.Option(
-            "--expect",
-            metavar="FILE",
-            help="Expected values (JSON or TOML): GPU count, models, versions, floors per machine type.",
-        ),
-    ] = None,
-    save_baseline: Annotated[
-        str | None,
-        typer.Option(
-            "--save-baseline",
-            metavar="FILE",
-            help="Record this (good) node as an --expect file (.toml or .json).",
-        ),
-    ] = None,
-    json_path: JsonOpt = None,
-    out_dir: Annotated[
-        str | None,
-        typer.Option(
-            "--out",
-            metavar="DIR",
-            help="Write this node's report to DIR/<node>.json (under srun: a shared folder).",
-        ),
-    ] = None,
-    collect: Annotated[
-        str | None,
-        typer.Option(
-            "--collect",
-            metavar="DIR",
-            help="Read the reports in DIR: group nodes, name the odd ones.",
-        ),
-    ] = None,
-    hosts: Annotated[
-        str | None,
-        typer.Option(
-            "--hosts",
-            metavar="HOSTLIST",
-            help="With --collect: the nodes that should have reported (default: SLURM_JOB_NODELIST).",
-        ),
-    ] = None,
-    exclude_file: Annotated[
-        str | None,
-        typer.Option(
-            "--exclude-file",
-            metavar="PATH",
-            help="Write the failing nodes as a host list for srun --exclude.",
-        ),
-    ] = None,
-    node_name: Annotated[
-        str | None,
-        typer.Option(
-            "--node-name",
-            help="This node's name in reports (default: SLURMD_NODENAME, else the short hostname).",
-        ),
-    ] = None,
-    perf: Annotated[
-        bool, typer.Option("--perf/--no-perf", help="Run the short compute and bandwidth test.")
-    ] = True,
-    rdma_interval: Annotated[
-        float,
-        typer.Option("--rdma-interval", help="Seconds between the two reads of the RDMA counters."),
-    ] = 2.0,
-    fail_on: Annotated[
-        str, typer.Option("--fail-on", help="warn | fail: lowest level that makes the exit code 1.")
-    ] = "fail",
-    verbose: VerboseOpt = False,
-    ascii_only: AsciiOpt = False,
-    debug: DebugOpt = False,
-) -> None:
-    """Check this node before any rendezvous (GPUs, links, RDMA, host, speed), or --collect many."""
-    args = NodeArgs(
-        timeout=timeout,
-        expect=expect,
-        save_baseline=save_baseline,
-        json_path=json_path,
-        out_dir=out_dir,
-        collect=collect,
-        hosts=hosts,
-        exclude_file=exclude_file,
-        node_name=node_name,
-        perf=perf,
-        rdma_interval=rdma_interval,
-        fail_on=fail_on,
-        ascii_only=ascii_only,
-        verbose=verbose,
-    )
+def run(args: NodeArgs) -> int:
     _validate(args)
-    raise typer.Exit(run_collect(args, collect) if collect else run_node(args))
+    return run_collect(args, args.collect) if args.collect else run_node(args)

@@ -1,4 +1,4 @@
-"""`ddpdoctor explain` and `ddpdoctor env`: thin typer functions (parse → call → render → exit).
+"""`ddpdoctor explain` and `ddpdoctor env`: Args → run → exit code (the CLI parses the options).
 
 Imported at every CLI start, so everything heavy (rich, psutil, the signature table) is
 imported inside the functions.
@@ -6,41 +6,21 @@ imported inside the functions.
 
 from __future__ import annotations
 
-from typing import Annotated
-
-import typer
+from dataclasses import dataclass
 
 from ddpdoctor.errors import EXIT_OK, EXIT_PROBLEMS, UsageError
-from ddpdoctor.options import AsciiOpt, DebugOpt, JsonOpt
 
 
-def explain(
-    path: Annotated[
-        str,
-        typer.Argument(
-            metavar="[FILE|-]", help="Log or ticket text to explain; '-' or nothing = stdin."
-        ),
-    ] = "-",
-    json_path: JsonOpt = None,
-    ascii_only: AsciiOpt = False,
-    engine: Annotated[
-        str,
-        typer.Option(
-            "--engine",
-            help="auto | grep | python: how lines are scanned (auto = grep if usable).",
-            hidden=True,
-        ),
-    ] = "auto",
-    max_bytes: Annotated[
-        int | None,
-        typer.Option(
-            "--max-bytes",
-            help="Read at most this many bytes (default 8 GiB); the report says when it cut.",
-            hidden=True,
-        ),
-    ] = None,
-    debug: DebugOpt = False,
-) -> None:
+@dataclass
+class ExplainArgs:
+    path: str = "-"
+    json_path: str | None = None
+    ascii_only: bool = False
+    engine: str = "auto"
+    max_bytes: int | None = None
+
+
+def explain(args: ExplainArgs) -> int:
     """Explain a crash log or pasted ticket: the root cause, the evidence, why, and the fix."""
     import sys
 
@@ -48,6 +28,7 @@ def explain(
     from ddpdoctor.triage.matcher import explain_stream
     from ddpdoctor.triage.report import explain_doc
 
+    path, json_path, engine, max_bytes = args.path, args.json_path, args.engine, args.max_bytes
     if engine not in ("auto", "grep", "python"):
         raise UsageError(f"--engine must be auto, grep or python, not {engine!r}")
     if max_bytes is not None and max_bytes < 1:
@@ -71,11 +52,11 @@ def explain(
     if json_path:
         schema.write(doc, json_path)
         if json_path == "-":
-            raise typer.Exit(code)
+            return code
     from ddpdoctor.triage import render
 
-    render.explain(doc, render.console(ascii_only), ascii_only)
-    raise typer.Exit(code)
+    render.explain(doc, render.console(args.ascii_only), args.ascii_only)
+    return code
 
 
 def _stdin():
@@ -101,31 +82,31 @@ def _is_readable_file(fh) -> bool:
     return not stat.S_ISDIR(mode)
 
 
-def env(
-    json_path: JsonOpt = None,
-    markdown: Annotated[
-        bool, typer.Option("--markdown", help="Print a fenced block to paste into a ticket.")
-    ] = False,
-    ascii_only: AsciiOpt = False,
-    debug: DebugOpt = False,
-) -> None:
+@dataclass
+class EnvArgs:
+    json_path: str | None = None
+    markdown: bool = False
+    ascii_only: bool = False
+
+
+def env(args: EnvArgs) -> int:
     """A paste-safe snapshot of this node: versions, GPUs, CPU, /dev/shm, network, variables."""
     from ddpdoctor.node import envinfo
     from ddpdoctor.report import schema
     from ddpdoctor.triage.report import env_doc
 
-    schema.check_writable(json_path)
+    schema.check_writable(args.json_path)
     doc = env_doc(envinfo.snapshot(include_torch=True, resolve_hostname=True))
-    if json_path:
-        schema.write(doc, json_path)
-        if json_path == "-":
-            raise typer.Exit(EXIT_OK)
+    if args.json_path:
+        schema.write(doc, args.json_path)
+        if args.json_path == "-":
+            return EXIT_OK
     from ddpdoctor.triage import render
 
-    if markdown:
+    if args.markdown:
         import sys
 
         sys.stdout.write(render.env_markdown(doc))
     else:
-        render.env(doc, render.console(ascii_only), ascii_only)
-    raise typer.Exit(EXIT_OK)
+        render.env(doc, render.console(args.ascii_only), args.ascii_only)
+    return EXIT_OK
