@@ -14,6 +14,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from ddpdoctor.errors import printable
 from ddpdoctor.report.render import make_console
 from ddpdoctor.report.units import human_bytes
 
@@ -282,7 +283,7 @@ def env(doc: dict[str, Any], out: Console, ascii_only: bool = False) -> None:
         table.add_column(style="bold", no_wrap=True)
         table.add_column(overflow="fold")
         for label, value in rows:
-            table.add_row(escape(label), escape(value))
+            table.add_row(escape(printable(str(label))), escape(printable(str(value))))
         style = "red" if title == "Warnings" else "blue"
         out.print(
             Panel(
@@ -300,6 +301,7 @@ def env_markdown(doc: dict[str, Any]) -> str:
     lines = ["### ddpdoctor env", "", "```text"]
     for title, rows in env_sections(doc):
         lines.append(f"== {title}")
+        rows = [(printable(str(label)), printable(str(value))) for label, value in rows]
         width = max((len(label) for label, _ in rows), default=0)
         lines.extend(f"  {label.ljust(width)}  {value}" for label, value in rows)
     lines.append("```")

@@ -226,3 +226,12 @@ def test_a_token_cut_by_the_evidence_limit_is_redacted_first() -> None:
     line = "RuntimeError: CUDA out of memory. " + "." * (492 - 34) + token
     text = explain_doc(explain_text(line), "-")["matches"][0]["evidence"][0]["text"]
     assert token[:8] not in text and len(text) <= 500
+
+
+def test_env_escapes_control_characters_so_a_pasted_snapshot_cannot_carry_a_forged_line() -> None:
+    """issue 11 (15): a variable's value with a newline or an ESC sequence."""
+    forged = "x\n== Warnings\n  1  all good\x1b[2J"
+    for fmt in (("env", "--ascii"), ("env", "--markdown")):
+        out = run_cli(*fmt, env={"NCCL_DEBUG_SUBSYS": forged}).stdout.decode()
+        assert "\x1b[2J" not in out and "\n== Warnings\n  1  all good" not in out
+        assert "x\\n== Warnings" in out
