@@ -18,6 +18,7 @@ import os
 import runpy
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -142,11 +143,20 @@ def run(args: Args) -> int:
     else:
         sys.argv = [args.script or "", *args.args]
         sys.path[0] = os.path.dirname(os.path.realpath(args.script or "."))
-    try:
+
+    def call() -> None:
         if args.module is not None:
             runpy.run_module(args.module, run_name="__main__", alter_sys=True)
         else:
             runpy.run_path(args.script or "", run_name="__main__")
+
+    return finish_run(tracer, call)
+
+
+def finish_run(tracer: Tracer, call: Callable[[], object]) -> int:
+    """Run the user's code; record how it ended; return the exit code (see the module doc)."""
+    try:
+        call()
     except StopRun as stop:
         _ended(tracer, stop.reason, 0)
         from ddpdoctor.trace.stopping import leave_group

@@ -9,6 +9,7 @@ from typing import Any
 from ddpdoctor.trace import record as rec
 from ddpdoctor.trace.fingerprint import fingerprint
 from ddpdoctor.trace.patching import wrap
+from ddpdoctor.trace.sites import caller_site
 from ddpdoctor.trace.state import Tracer, site
 
 
@@ -159,6 +160,6 @@ def _take_fingerprint(tracer: Tracer, optimizer: Any) -> None:
             return
         if not r.fingerprint_names:
             r.fingerprint_names = names
-        r.fingerprints.append(Fingerprint(r.steps, values, seq_digest(names)))
+        r.fingerprints.append(Fingerprint(r.steps, values, seq_digest(names), caller_site(1)))
         tracer.dirty = True
     tracer.write()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ddpdoctor.trace import hooks_data, hooks_dist, hooks_io, hooks_train
+from ddpdoctor.trace import hooks_data, hooks_dist, hooks_io, hooks_train, spawned
 from ddpdoctor.trace.patching import unwrap_all
 from ddpdoctor.trace.state import Tracer
 
@@ -12,6 +12,7 @@ def install(tracer: Tracer) -> None:
     hooks_data.install(tracer)
     hooks_train.install(tracer)
     hooks_io.install(tracer)
+    spawned.install(tracer)
 
 
 def uninstall(tracer: Tracer) -> None:

@@ -148,13 +148,19 @@ class Fingerprint:
     step: int
     values: list[list[float]]
     names_digest: str = ""
+    where: Site | None = None  # the optimizer step that took it
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d["where"] = self.where.to_json() if self.where else None
+        return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Fingerprint:
-        return cls(int(d["step"]), [list(v) for v in d["values"]], d.get("names_digest", ""))
+        return cls(
+            int(d["step"]), [list(v) for v in d["values"]], d.get("names_digest", ""),
+            Site.from_json(d.get("where")),
+        )  # fmt: skip
 
 
 @dataclass
@@ -235,6 +241,8 @@ class TraceRecord:
     data_s: list[float] = field(default_factory=list)  # of which: waiting for the DataLoader
     forward_s: list[float] = field(default_factory=list)  # of which: batch in hand to backward()
     exit: Exit = field(default_factory=Exit)
+    role: str = "rank"  # "rank", or "spawner": a process that only started ranks (mp.spawn)
+    spawned: bool = False  # started by mp.spawn inside the user's script
     schema: str = SCHEMA
     version: int = VERSION
 
@@ -269,9 +277,14 @@ class TraceRecord:
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in args.items() if k in known})
 
+    def path(self, run_dir: Path) -> Path:
+        if self.role == "spawner":
+            return Path(run_dir) / f"spawner-{self.pid}.json"
+        return trace_file(run_dir, self.rank)
+
     def write(self, run_dir: Path) -> None:
         """Atomic: a reader sees the previous or the new record, never half of one."""
-        path = trace_file(run_dir, self.rank)
+        path = self.path(run_dir)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
             json.dump(self.to_json(), fh, default=str)

@@ -76,6 +76,7 @@ class Tracer:
             fingerprint_every=config.fingerprint_every,
         )
         self.dirty = True
+        self._written: Path | None = None
         self.t0 = time.monotonic()
         self._opt_steps: dict[int, int] = {}
         self._events: dict[tuple[str, Site | None], Event] = {}
@@ -109,7 +110,11 @@ class Tracer:
             self.dirty = False
             # a full disk must not break the user's run; the next write retries
             with contextlib.suppress(OSError):
+                path = self.record.path(self.config.run_dir)
+                if self._written is not None and self._written != path:
+                    self._written.unlink(missing_ok=True)  # the rank was renamed (mp.spawn)
                 self.record.write(self.config.run_dir)
+                self._written = path
 
     def _flush_loop(self) -> None:
         while True:

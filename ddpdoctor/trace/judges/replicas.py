@@ -49,7 +49,9 @@ def judge(records: dict[int, TraceRecord]) -> list[TraceFinding]:
                 f"replicas differ after step {step}: {names[i]} on {ranks_text(odd)} differs from "
                 f"{ranks_text(groups[0][1])} (sum {groups[0][0][0]:.6g} vs {groups[1][0][0]:.6g})"
             )
-            return [TraceFinding.of(C.REPLICAS_DIVERGED, REPLICAS, msg, odd, _ddp_site(records),
+            fps_odd = records[odd[0]].fingerprints
+            site = next((fp.where for fp in fps_odd if fp.step == step), None)
+            return [TraceFinding.of(C.REPLICAS_DIVERGED, REPLICAS, msg, odd, site or _ddp_site(records),
                                     step=step, parameter=names[i])]  # fmt: skip
     return []
 
