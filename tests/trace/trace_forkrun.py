@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from harness import ROOT, TracedRun, _alive, free_port
+from trace_harness import ROOT, TracedRun, _alive, free_port
 
 from ddpdoctor.trace import stacks as st
 from ddpdoctor.trace.judges import judge
