@@ -84,6 +84,8 @@ def install(tracer: Tracer) -> None:
                 and tracer.last_collective_step == tracer.record.steps
             )
             tracer.event(rec.DESTROY, site(), after_barrier=after_barrier, stopping=tracer.stopping)
+            tracer.flush_passes()
+            tracer.write()  # gloo can abort the process inside destroy: keep everything first
             if tracer.stopping and dist.is_initialized():
                 from ddpdoctor.trace.stopping import leave_group
 

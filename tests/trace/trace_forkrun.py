@@ -114,4 +114,4 @@ def fork_run(
     findings = judge(records, nproc, exit_codes=codes, stacks=stacks)
     rc = max(codes.values(), key=abs) if codes else None
     return TracedRun(rc, output, run_dir, records, stacks, findings, time.monotonic() - t0,
-                     timed_out, pids)  # fmt: skip
+                     timed_out, pids, codes)  # fmt: skip

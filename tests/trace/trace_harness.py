@@ -35,6 +35,7 @@ class TracedRun:
     elapsed: float
     timed_out: bool
     pids: list[int] = field(default_factory=list)
+    exit_codes: dict[int, int] = field(default_factory=dict)
 
     def codes_at(self, script: Path) -> set[tuple[str, int]]:
         """(code, line) of every finding that points into `script`."""
