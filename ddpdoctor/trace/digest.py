@@ -49,8 +49,23 @@ class ItemSketch:
             self._members.add(h)
 
     def add_many(self, items: Iterable[int]) -> None:
-        for item in items:
-            self.add(item)
+        """A batch at once: one digest update, and the heap only for hashes below its top."""
+        hs = [mix64(i) for i in items]
+        if not hs:
+            return
+        self.count += len(hs)
+        self._order.update(b"".join(h.to_bytes(8, "little") for h in hs))
+        self._set_sum = (self._set_sum + sum(hs)) & MASK
+        heap, members, k = self._heap, self._members, self.k
+        for h in hs:
+            if h in members:
+                continue
+            if len(heap) < k:
+                heapq.heappush(heap, -h)
+                members.add(h)
+            elif h < -heap[0]:
+                members.discard(-heapq.heappushpop(heap, -h))
+                members.add(h)
 
     @property
     def order_digest(self) -> str:

@@ -1,6 +1,7 @@
-"""A cheap fingerprint of the replicas: per parameter and buffer, the sum and the sum of squares
-accumulated in float64, fetched to the host in one transfer (one device sync per fingerprint).
-Identical replicas give bit-identical figures; the judge compares them across ranks."""
+"""A cheap fingerprint of the replicas: per parameter and buffer, the sum and the L2 norm
+(accumulated in float32, float64 for float64 tensors: 4-5x cheaper than float64 for everything),
+fetched to the host in one transfer (one device sync per fingerprint). Identical replicas give
+bit-identical figures; the judge compares them across ranks."""
 
 from __future__ import annotations
 
@@ -30,8 +31,9 @@ def fingerprint(modules: list[Any], optimizer: Any) -> tuple[list[str], list[lis
         stats = []
         for _, t in tensors:
             d = t.detach()
-            stats.append(d.sum(dtype=torch.float64))
-            stats.append(torch.linalg.vector_norm(d, dtype=torch.float64))
+            acc = torch.float64 if d.dtype == torch.float64 else torch.float32
+            stats.append(d.sum(dtype=acc))
+            stats.append(torch.linalg.vector_norm(d, dtype=acc))
         try:
             flat = torch.stack(stats).tolist()  # one transfer
         except RuntimeError:  # tensors on several devices

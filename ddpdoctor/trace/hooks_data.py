@@ -42,6 +42,16 @@ def batch_fingerprint(batch: Any) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
 
 
+KEEP_SKETCHES = 2  # per loader: the first pass and the last ones keep their sketches
+
+
+def _prune(passes: list[DataPass], loader: int) -> None:
+    """Bounded memory over long runs: older passes keep their digests and counts only."""
+    mine = [p for p in passes if p.loader == loader and p.complete and p.epoch > 0]
+    for p in mine[:-KEEP_SKETCHES]:
+        p.sketch = []
+
+
 class PassIterator:
     """Wraps the DataLoader's own iterator: times next(), counts batches, ends the pass."""
 
@@ -88,6 +98,7 @@ class PassIterator:
             p.complete = complete
             p.items, p.order_digest, p.set_digest = s.count, s.order_digest, s.set_digest
             p.sketch = s.sketch()
+            _prune(self._tracer.record.passes, p.loader)
         self._tracer.write()
 
     def flush(self) -> None:
@@ -134,9 +145,10 @@ def install(tracer: Tracer) -> None:
 
     def _recording(it: Any, sketch: ItemSketch) -> Any:
         for item in it:
-            if isinstance(item, (list, tuple)):
-                for i in item:
-                    sketch.add(_as_int(i))
+            if isinstance(item, list) and all(type(i) is int for i in item):
+                sketch.add_many(item)  # a batch sampler's list of indices: the common case
+            elif isinstance(item, (list, tuple)):
+                sketch.add_many([_as_int(i) for i in item])
             else:
                 sketch.add(_as_int(item))
             yield item

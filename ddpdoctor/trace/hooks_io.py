@@ -46,8 +46,8 @@ def install(tracer: Tracer) -> None:
         def open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:  # noqa: A001
             if isinstance(mode, str) and not _WRITE_MODES.isdisjoint(mode):
                 where = _direct_user_caller()
-                path = _path_of(file)
-                if where is not None and path is not None:
+                path = _path_of(file) if where is not None else None
+                if path is not None:
                     tracer.write_path(path, "open", where)
             return original(file, mode, *args, **kwargs)
 

@@ -161,5 +161,4 @@ def _take_fingerprint(tracer: Tracer, optimizer: Any) -> None:
         if not r.fingerprint_names:
             r.fingerprint_names = names
         r.fingerprints.append(Fingerprint(r.steps, values, seq_digest(names), caller_site(1)))
-        tracer.dirty = True
-    tracer.write()
+        tracer.dirty = True  # the side thread writes it within a second, off the step's path

@@ -58,7 +58,7 @@ class Event:
     data: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = dict(self.__dict__)
         d["where"] = self.where.to_json() if self.where else None
         return d
 
@@ -97,7 +97,7 @@ class DataPass:
     sketch: list[int] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = dict(self.__dict__)  # shallow: asdict's deep copy of the sketch costs milliseconds
         for key in ("created", "where", "sampler_site"):
             site = getattr(self, key)
             d[key] = site.to_json() if site else None
@@ -151,7 +151,7 @@ class Fingerprint:
     where: Site | None = None  # the optimizer step that took it
 
     def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = dict(self.__dict__)
         d["where"] = self.where.to_json() if self.where else None
         return d
 
@@ -286,8 +286,9 @@ class TraceRecord:
         """Atomic: a reader sees the previous or the new record, never half of one."""
         path = self.path(run_dir)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        text = json.dumps(self.to_json(), default=str)  # one C call: no thread switch inside
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(self.to_json(), fh, default=str)
+            fh.write(text)
         os.replace(tmp, path)
 
 

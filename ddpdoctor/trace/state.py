@@ -20,7 +20,7 @@ from ddpdoctor.trace.digest import seq_digest
 from ddpdoctor.trace.record import Collective, Event, TraceRecord, Write
 from ddpdoctor.trace.sites import Site, caller_site
 
-FLUSH_EVERY_S = 0.5
+FLUSH_EVERY_S = 1.0
 STOP_BARRIER_S = 30.0
 
 
@@ -120,7 +120,10 @@ class Tracer:
         while True:
             time.sleep(FLUSH_EVERY_S)
             if self.dirty:
-                self.write()
+                try:
+                    self.write()
+                except Exception:  # noqa: BLE001 - the side thread must outlive any one write
+                    self.dirty = True
 
     # -- events ----------------------------------------------------------------------------------
     def event(self, kind: str, where: Site | None = None, **data: Any) -> Event:

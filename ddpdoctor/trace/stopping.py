@@ -67,13 +67,16 @@ def leave_group(backend: str | None, world_size: int, timeout_s: float) -> str |
     problem = None
     try:
         if backend == "gloo" and world_size > 1:
-            dist.monitored_barrier(timeout=timedelta(seconds=timeout_s))
+            barrier = getattr(
+                dist.monitored_barrier, "__ddpdoctor_original__", dist.monitored_barrier
+            )
+            barrier(timeout=timedelta(seconds=timeout_s))  # the tracer's own: not in the sequence
         elif world_size > 1:
             problem = _store_barrier(world_size, timeout_s)
     except Exception as exc:  # noqa: BLE001 - a peer gone: say so, still leave
         problem = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
     try:
-        dist.destroy_process_group()
+        getattr(dist.destroy_process_group, "__ddpdoctor_original__", dist.destroy_process_group)()
     except Exception as exc:  # noqa: BLE001
         problem = problem or f"destroy_process_group: {exc}"
     return problem
