@@ -16,11 +16,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from trace_harness import ROOT, TracedRun, _alive, free_port
+from trace_harness import ROOT, TracedRun, dump_unfinished, free_port
 
-from ddpdoctor.trace import stacks as st
 from ddpdoctor.trace.judges import judge
-from ddpdoctor.trace.record import read_records, stack_file
+from ddpdoctor.trace.record import read_records
 
 
 def warm_up() -> None:
@@ -98,11 +97,7 @@ def fork_run(
         time.sleep(0.05)
     stacks: dict[int, str] = {}
     if timed_out:
-        for rank, rec in read_records(run_dir).items():
-            if rank not in codes and rec.exit.kind == "running" and _alive(rec.pid):
-                text = st.request_dump(rec.pid, stack_file(run_dir, rank), wait_s=2.0)
-                if text:
-                    stacks[rank] = text
+        stacks = dump_unfinished(run_dir, set(codes))
         for rank, pid in enumerate(pids):
             if rank not in codes:
                 os.kill(pid, signal.SIGKILL)

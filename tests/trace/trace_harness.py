@@ -110,11 +110,7 @@ def run_traced(
     pids = [r.pid for r in records.values()]
     stacks: dict[int, str] = {}
     if timed_out:
-        for rank, rec in records.items():
-            if rec.exit.kind == "running" and _alive(rec.pid):
-                text = st.request_dump(rec.pid, stack_file(run_dir, rank), wait_s=2.0)
-                if text:
-                    stacks[rank] = text
+        stacks = dump_unfinished(run_dir)
         for pid in pids:  # torchrun starts its workers in sessions of their own
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
@@ -124,6 +120,17 @@ def run_traced(
     findings = judge(records, nproc, stacks=stacks)
     return TracedRun(proc.returncode, log.read_text(errors="replace"), run_dir, records, stacks,
                      findings, time.monotonic() - t0, timed_out, pids)  # fmt: skip
+
+
+def dump_unfinished(run_dir: Path, finished: set[int] = frozenset()) -> dict[int, str]:  # type: ignore[assignment]
+    """At the deadline, as the launcher does: the stacks of every rank still working."""
+    stacks: dict[int, str] = {}
+    for rank, rec in read_records(run_dir).items():
+        if rank not in finished and rec.exit.kind == "running" and _alive(rec.pid):
+            text = st.request_dump(rec.pid, stack_file(run_dir, rank), wait_s=2.0)
+            if text:
+                stacks[rank] = text
+    return stacks
 
 
 def leftovers(run: TracedRun) -> list[int]:

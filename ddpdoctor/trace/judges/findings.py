@@ -8,6 +8,7 @@ from typing import Any
 
 from ddpdoctor.model import Finding, Level
 from ddpdoctor.problems import Problem
+from ddpdoctor.trace.record import TraceRecord
 from ddpdoctor.trace.sites import Site
 
 # The report's rows, in order.
@@ -58,6 +59,20 @@ class TraceFinding:
         if self.where:
             data["where"] = self.where.to_json()
         return Finding(self.code, self.level, self.message, self.hint, list(self.ranks), None, data)
+
+
+def events_by_place(
+    records: dict[int, TraceRecord], kind: str
+) -> dict[tuple[Site | None, tuple[tuple[str, str], ...]], tuple[list[int], int]]:
+    """(where, the event's data as text) -> (ranks that recorded it, the largest count)."""
+    out: dict[tuple[Site | None, tuple[tuple[str, str], ...]], tuple[list[int], int]] = {}
+    for rank, rec in sorted(records.items()):
+        for ev in rec.events:
+            if ev.kind == kind:
+                key = (ev.where, tuple(sorted((k, str(v)) for k, v in ev.data.items())))
+                ranks, count = out.get(key, ([], 0))
+                out[key] = ([*ranks, rank], max(count, ev.count))
+    return out
 
 
 def ranks_text(ranks: list[int]) -> str:

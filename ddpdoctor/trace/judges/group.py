@@ -8,7 +8,7 @@ from collections import defaultdict
 from ddpdoctor.model import Level
 from ddpdoctor.trace import catalog as C
 from ddpdoctor.trace import record as R
-from ddpdoctor.trace.judges.findings import GROUP, TraceFinding, ranks_text
+from ddpdoctor.trace.judges.findings import GROUP, TraceFinding, events_by_place, ranks_text
 from ddpdoctor.trace.record import TraceRecord
 from ddpdoctor.trace.sites import Site
 from ddpdoctor.trace.stacks import stopped_at
@@ -21,22 +21,12 @@ _WHAT = {
 ABORTED = {-6, 134}  # SIGABRT as torchrun reports it, and as a shell does
 
 
-def _by_place(records: dict[int, TraceRecord], kind: str) -> dict[tuple, list[int]]:
-    """(where, frozen data) -> ranks that recorded such an event."""
-    out: dict[tuple, list[int]] = defaultdict(list)
-    for rank, rec in sorted(records.items()):
-        for ev in rec.events:
-            if ev.kind == kind:
-                out[(ev.where, tuple(sorted((k, str(v)) for k, v in ev.data.items())))].append(rank)
-    return out
-
-
 def judge(
     records: dict[int, TraceRecord], exit_codes: dict[int, int] | None = None,
     stacks: dict[int, str] | None = None,
 ) -> list[TraceFinding]:  # fmt: skip
     out: list[TraceFinding] = []
-    for (where, data), ranks in _by_place(records, R.BEFORE_INIT).items():
+    for (where, data), (ranks, _n) in events_by_place(records, R.BEFORE_INIT).items():
         d = dict(data)
         text = _WHAT.get(d.get("what", ""), "used before init_process_group").format(op=d.get("op"))
         out.append(
@@ -45,7 +35,7 @@ def judge(
             )
         )
     aborted = {r for r, c in (exit_codes or {}).items() if c in ABORTED}
-    for (where, data), ranks in _by_place(records, R.DESTROY).items():
+    for (where, data), (ranks, _n) in events_by_place(records, R.DESTROY).items():
         d = dict(data)
         if d.get("after_barrier") == "True" or d.get("stopping") not in ("None", None):
             continue

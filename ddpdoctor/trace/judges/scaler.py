@@ -8,45 +8,34 @@ from collections import defaultdict
 
 from ddpdoctor.trace import catalog as C
 from ddpdoctor.trace import record as R
-from ddpdoctor.trace.judges.findings import SCALER, TraceFinding, ranks_text
+from ddpdoctor.trace.judges.findings import SCALER, TraceFinding, events_by_place, ranks_text
 from ddpdoctor.trace.record import TraceRecord
 from ddpdoctor.trace.sites import Site
 
 
-def _events(
-    records: dict[int, TraceRecord], kind: str
-) -> dict[Site | None, tuple[list[int], dict]]:
-    out: dict[Site | None, tuple[list[int], dict]] = {}
-    for rank, rec in sorted(records.items()):
-        for ev in rec.events:
-            if ev.kind == kind:
-                ranks, data = out.setdefault(ev.where, ([], {**ev.data, "count": 0}))
-                ranks.append(rank)
-                data["count"] = max(data["count"], ev.count)
-    return out
-
-
 def judge(records: dict[int, TraceRecord]) -> list[TraceFinding]:
     out: list[TraceFinding] = []
-    for where, (ranks, d) in _events(records, R.CLIP_SCALED).items():
+    for (where, data), (ranks, _n) in events_by_place(records, R.CLIP_SCALED).items():
+        d = dict(data)
         out.append(TraceFinding.of(C.GRAD_SCALER_MISUSE, SCALER,
             f"gradients clipped while still scaled: no scaler.unscale_(optimizer) before "
             f"{d.get('api', 'clipping')} ({ranks_text(ranks)})", ranks, where))  # fmt: skip
-    for where, (ranks, d) in _events(records, R.ZERO_GRAD_BEFORE_STEP).items():
-        problem = C.GRAD_SCALER_MISUSE if d.get("scaler") else C.ZERO_GRAD_BEFORE_STEP
+    for (where, data), (ranks, count) in events_by_place(records, R.ZERO_GRAD_BEFORE_STEP).items():
+        scaled = dict(data).get("scaler") == "True"
+        problem = C.GRAD_SCALER_MISUSE if scaled else C.ZERO_GRAD_BEFORE_STEP
         out.append(TraceFinding.of(problem, SCALER,
             f"zero_grad between backward and the optimizer step: the step sees no gradients "
-            f"({ranks_text(ranks)}, {d['count']}x)", ranks, where))  # fmt: skip
-    for where, (ranks, _d) in _events(records, R.STEP_WITHOUT_UPDATE).items():
+            f"({ranks_text(ranks)}, {count}x)", ranks, where))  # fmt: skip
+    for (where, _), (ranks, _n) in events_by_place(records, R.STEP_WITHOUT_UPDATE).items():
         out.append(TraceFinding.of(C.GRAD_SCALER_MISUSE, SCALER,
             f"scaler.step() is not followed by scaler.update(): the scale never adapts "
             f"({ranks_text(ranks)})", ranks, where))  # fmt: skip
-    for where, (ranks, d) in _events(records, R.SCALER_CREATED).items():
-        if d["count"] > 1:
+    for (where, _), (ranks, count) in events_by_place(records, R.SCALER_CREATED).items():
+        if count > 1:
             out.append(TraceFinding.of(C.GRAD_SCALER_MISUSE, SCALER,
-                f"a GradScaler is created {d['count']} times here (once per step): each new one "
+                f"a GradScaler is created {count} times here (once per step): each new one "
                 f"starts from the initial scale ({ranks_text(ranks)})", ranks, where,
-                created=d["count"]))  # fmt: skip
+                created=count))  # fmt: skip
     out += _across(records)
     return out
 
