@@ -245,3 +245,11 @@ def test_gpu_device_mapping_from_ddp_facts() -> None:
     assert ("DDR202", [2], 12) in got  # current device cuda:0, DDP on cuda:2
     assert ("DDR201", [0, 1], 12) in got  # two ranks on cuda:0
     assert len(got) == 4
+
+
+def test_pruned_passes_are_not_judged_for_coverage() -> None:
+    r = recs()
+    for rank, rec in r.items():
+        rec.passes = [a_pass(range(rank, 16, 2))]
+        rec.passes[0].sketch = []  # an older pass keeps its digests only
+    assert codes(r) == []

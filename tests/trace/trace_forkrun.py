@@ -45,6 +45,9 @@ def _child(rank: int, nproc: int, port: int, run_dir: Path, script: Path, argv: 
     fd = os.open(run_dir / f"rank-{rank}.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
+    # the parent's sys.stdout/err may be pytest's capture objects: write to the new fds
+    sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
     os.environ.update(
         RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(nproc), LOCAL_WORLD_SIZE=str(nproc),
         GROUP_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),

@@ -99,8 +99,8 @@ def _same_samples(epoch: int, by_rank: dict[int, DataPass]) -> TraceFinding | No
 
 def _coverage(epoch: int, by_rank: dict[int, DataPass]) -> TraceFinding | None:
     ps = list(by_rank.values())
-    if not all(p.complete and p.kind == "indices" and p.dataset_len for p in ps):
-        return None
+    if not all(p.complete and p.kind == "indices" and p.dataset_len and p.sketch for p in ps):
+        return None  # (an older pass keeps digests only: its sketch was dropped)
     n = ps[0].dataset_len or 0
     covered = distinct_estimate(union([p.sketch for p in ps]))
     share = covered / n if n else 1.0
