@@ -145,7 +145,7 @@ def install(tracer: Tracer) -> None:
 
     def _recording(it: Any, sketch: ItemSketch) -> Any:
         for item in it:
-            if isinstance(item, list) and all(type(i) is int for i in item):
+            if isinstance(item, list) and item and type(item[0]) is int:
                 sketch.add_many(item)  # a batch sampler's list of indices: the common case
             elif isinstance(item, (list, tuple)):
                 sketch.add_many([_as_int(i) for i in item])

@@ -21,11 +21,24 @@ class StepState:
         self.scaled = False  # ... and a GradScaler had scaled a loss before it
         self.unscaled = False  # unscale_ since then
         self.pending_update: Any = None  # site of a scaler.step() not followed by update()
+        self.zeroed: Any = None  # (site, scaled) of a zero_grad after backward: a problem only
+        # if a step follows with no backward in between (a cleanup after a no-step backward is fine)
+
+    def stepping(self, tracer: Tracer) -> None:
+        """A step is about to run: a zero_grad since the last backward emptied its gradients."""
+        if self.zeroed is not None:
+            where, scaled = self.zeroed
+            tracer.event(rec.ZERO_GRAD_BEFORE_STEP, where, scaler=scaled)
+            self.zeroed = None
 
 
 def install(tracer: Tracer) -> None:
     import torch
-    from torch.optim.optimizer import Optimizer, register_optimizer_step_post_hook
+    from torch.optim.optimizer import (
+        Optimizer,
+        register_optimizer_step_post_hook,
+        register_optimizer_step_pre_hook,
+    )
 
     st = StepState()
     scaler_sites: dict[Any, int] = {}
@@ -40,22 +53,25 @@ def install(tracer: Tracer) -> None:
             _take_fingerprint(tracer, optimizer)
         tracer.check_stop()
 
-    handle = register_optimizer_step_post_hook(after_step)
-    tracer.hook_handles.append(handle)
+    def before_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+        st.stepping(tracer)
+
+    tracer.hook_handles.append(register_optimizer_step_pre_hook(before_step))
+    tracer.hook_handles.append(register_optimizer_step_post_hook(after_step))
 
     def backward_wrapper(original: Any) -> Any:
         def backward(self: Any, *args: Any, **kwargs: Any) -> Any:
             tracer.backward_started()
             st.backward = True
+            st.zeroed = None
             return original(self, *args, **kwargs)
 
         return backward
 
     def zero_grad_wrapper(original: Any) -> Any:
         def zero_grad(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if st.backward:
-                code_kind = rec.ZERO_GRAD_BEFORE_STEP
-                tracer.event(code_kind, site(), scaler=st.scaled)
+            if st.backward and st.zeroed is None:
+                st.zeroed = (site(), st.scaled)
             return original(self, *args, **kwargs)
 
         return zero_grad
@@ -105,6 +121,7 @@ def install(tracer: Tracer) -> None:
         def step(self: Any, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
             before = tracer.record.steps
             where = site()
+            st.stepping(tracer)  # torch raises here when zero_grad emptied the gradients
             st.pending_update = where
             out = original(self, optimizer, *args, **kwargs)
             if getattr(self, "_enabled", True) and tracer.record.steps == before:

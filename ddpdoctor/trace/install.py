@@ -20,5 +20,6 @@ def uninstall(tracer: Tracer) -> None:
         handle.remove()
     tracer.hook_handles.clear()
     unwrap_all()
+    tracer.close()
     if Tracer.current is tracer:
         Tracer.current = None

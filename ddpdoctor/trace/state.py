@@ -77,6 +77,7 @@ class Tracer:
         )
         self.dirty = True
         self._written: Path | None = None
+        self._closed = False
         self.t0 = time.monotonic()
         self._opt_steps: dict[int, int] = {}
         self._events: dict[tuple[str, Site | None], Event] = {}
@@ -116,8 +117,12 @@ class Tracer:
                 self.record.write(self.config.run_dir)
                 self._written = path
 
+    def close(self) -> None:
+        """Stop the side thread (tests and benchmarks install several tracers in one process)."""
+        self._closed = True
+
     def _flush_loop(self) -> None:
-        while True:
+        while not self._closed:
             time.sleep(FLUSH_EVERY_S)
             if self.dirty:
                 try:
