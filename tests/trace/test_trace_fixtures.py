@@ -113,7 +113,10 @@ def test_lint_agrees_where_the_mistake_is_visible_statically() -> None:
     static = {
         "ddp_before_init.py", "no_sampler.py", "no_set_epoch.py", "scaler_per_step.py",
         "zero_grad_before_step.py", "clip_scaled.py", "step_without_update.py",
-        "every_rank_save.py", "no_destroy.py",
+        "every_rank_save.py", "no_destroy.py", "sampler_before_init.py",
     }  # fmt: skip
+    # collective_before_init.py: lint names the helper's call (line 10, "reaches dist.barrier()
+    # (line 7)"), the run names the barrier itself (line 7): the same code, one frame apart.
+    assert ("collective_before_init.py", "DDL001", 10) in lint
     assert {x for x in run_side if x[0] in static} <= lint
     assert not {x for x in lint if x[0] in CLEAN}  # lint and run agree the clean ones are clean

@@ -94,3 +94,24 @@ def test_ctrl_c_is_recorded_at_the_users_line(tmp_path: Path) -> None:
             and e.where.path.endswith("clean_long_loop.py")
         )
     assert leftovers(run) == []
+
+
+def test_module_mode_sees_what_plain_python_m_gives(tmp_path: Path) -> None:
+    """`-m MODULE`: argv[0], sys.path[0], cwd and __name__ as `python -m MODULE` has them."""
+    pkg = tmp_path / "mypkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "train.py").write_text(
+        "import json, os, sys\nprint(json.dumps([sys.argv, sys.path[0], os.getcwd(), __name__]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    plain = subprocess.run([sys.executable, "-m", "mypkg.train", "--lr", "1"], capture_output=True,
+                           text=True, cwd=tmp_path, env=env)  # fmt: skip
+    traced = subprocess.run(
+        [sys.executable, "-m", "ddpdoctor.trace", "--run-dir", str(tmp_path / "run"), "-m",
+         "mypkg.train", "--lr", "1"], capture_output=True, text=True, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert traced.returncode == 0, traced.stderr
+    assert traced.stdout.splitlines()[-1] == plain.stdout.strip()
+    [rec] = read_records(tmp_path / "run").values()
+    assert (rec.exit.kind, rec.exit.code, rec.script) == ("returned", 0, "mypkg.train")
