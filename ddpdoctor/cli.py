@@ -336,6 +336,77 @@ def node(
     raise typer.Exit(command.run(args))
 
 
+@app.command(
+    "run",
+    context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
+)
+def run_cmd(
+    target: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="[--] SCRIPT [ARGS...]",
+            help="Your training script and its arguments, exactly as you give them to torchrun.",
+        ),
+    ] = None,
+    module: Annotated[
+        str | None,
+        typer.Option("-m", "--module", help="Run a module as torchrun -m does (python -m MODULE)."),
+    ] = None,
+    steps: Annotated[
+        int,
+        typer.Option(
+            "--steps", help="Stop every rank cleanly after N optimizer steps; 0 = to the end."
+        ),
+    ] = 50,
+    max_time: Annotated[
+        float | None,
+        typer.Option(
+            "--max-time", metavar="SECONDS", help="Stop every rank cleanly after this long."
+        ),
+    ] = None,
+    fingerprint_every: Annotated[
+        int,
+        typer.Option(
+            "--fingerprint-every",
+            help="Compare the replicas' parameters every K steps (0 = never).",
+        ),
+    ] = 10,
+    nproc: NprocOpt = None,
+    backend: BackendOpt = "auto",
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            help="The longest one training step (or a collective) may take before a rank is hung.",
+        ),
+    ] = 60.0,
+    json_path: JsonOpt = None,
+    fail_on: FailOnOpt = "fail",
+    verbose: VerboseOpt = False,
+    ascii_only: AsciiOpt = False,
+    master_addr: MasterAddrOpt = None,
+    master_port: MasterPortOpt = None,
+    nnodes: NnodesOpt = 1,
+    node_rank: NodeRankOpt = None,
+    rdzv_endpoint: RdzvEndpointOpt = None,
+    rdzv_id: RdzvIdOpt = None,
+    rdzv_backend: RdzvBackendOpt = None,
+    run_dir: RunDirOpt = None,
+    debug: DebugOpt = False,
+) -> None:
+    """Run your own training job on every rank, traced, and report what it does wrong."""
+    from ddpdoctor.trace import command
+
+    launch = _launch_args(locals())
+    words = list(target or [])
+    if words[:1] == ["--"]:
+        words = words[1:]
+    if module is not None:
+        words = ["-m", module, *words]
+    args = command.RunArgs(launch, words, steps, max_time, fingerprint_every, fail_on)
+    raise typer.Exit(command.run(args))
+
+
 @app.command("report")
 def report_cmd(
     run_dir: Annotated[

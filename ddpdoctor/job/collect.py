@@ -234,12 +234,12 @@ def assemble(
         checks=checks,
         ranks=states,
         root_cause=_root_json(root, launch_problems, group_row),
-        launch=_launch_json(run_dir, spec, outcome, node_view),
-        hosts=_hosts(states, by_check),
+        launch=launch_json(run_dir, spec, outcome, node_view),
+        hosts=hosts_table(states, by_check),
     )
 
 
-def _launch_json(
+def launch_json(
     run_dir: Path, spec: JobSpec, outcome: LaunchOutcome | None, node_view: bool
 ) -> dict[str, Any]:
     fields: dict[str, Any] = {
@@ -337,7 +337,7 @@ def _place_exchange_errors(checks: list[CheckResult], docs: dict[int, RankDoc]) 
             target.status = ERROR
 
 
-def _hosts(
+def hosts_table(
     states: list[RankState], by_check: dict[str, dict[int, CheckEntry]]
 ) -> list[dict[str, Any]]:
     """The per-host section: ranks and devices, plus what checks contribute through
@@ -369,6 +369,7 @@ def _hosts(
 def to_json(report: Report) -> dict[str, Any]:
     return {
         "schema": schema.tag("report"),
+        "mode": report.launch.get("mode", "check"),
         "status": report.status,
         "world_size": report.world_size,
         "nnodes": report.nnodes,

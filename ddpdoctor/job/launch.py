@@ -48,7 +48,8 @@ class LaunchSpec:
     rdzv_backend: str | None = None
     nonce: str = ""  # this run's files carry it; files of another run in the folder are ignored
     module: str = "ddpdoctor.worker"
-    worker_args: list[str] = field(default_factory=list)
+    worker_argv: list[str] | None = None  # what follows `-m module`; None: the run folder alone
+    deadline_override_s: float | None = None  # a run bounded otherwise (ddpdoctor run)
     env: dict[str, str] = field(default_factory=dict)
     startup_s: float = 60.0
 
@@ -67,6 +68,8 @@ class LaunchSpec:
     @property
     def deadline_s(self) -> float:
         """The whole run's bound: start-up, then every check at its deadline plus the exchange's."""
+        if self.deadline_override_s is not None:
+            return self.startup_s + self.deadline_override_s
         return self.startup_s + self.checks_count * (2 * self.timeout + 5)
 
 
@@ -195,7 +198,8 @@ def torchrun_command(spec: LaunchSpec) -> list[str]:
             "--master-port",
             str(spec.master_port),
         ]
-    return [*cmd, "-m", spec.module, str(spec.run_dir), *spec.worker_args]
+    argv = [str(spec.run_dir)] if spec.worker_argv is None else spec.worker_argv
+    return [*cmd, "-m", spec.module, *argv]
 
 
 _FAILURE = re.compile(
@@ -364,16 +368,13 @@ def run(
                     b = beats.get(r)
                     return now - (b.t_phase if b else started)
 
-                stuck = [
-                    r
-                    for r in unfinished
-                    if idle(r)
-                    > (
-                        spec.timeout + spec.grace_s
-                        if r in beats
-                        else max(spec.startup_s, spec.timeout + spec.grace_s)
-                    )
-                ]
+                def allowed(r: int, beats: dict[int, Heartbeat] = beats) -> float:
+                    """A rank still starting (no beat, or not at work yet) has the start-up time."""
+                    step = spec.timeout + spec.grace_s
+                    working = r in beats and beats[r].phase != "starting"
+                    return step if working else max(spec.startup_s, step)
+
+                stuck = [r for r in unfinished if idle(r) > allowed(r)]
                 if finished_any:  # the others are done: whoever is still not moving is stuck
                     stuck += [r for r in unfinished if r not in stuck and idle(r) > spec.grace_s]
                 if expected is None and len(local) < spec.nproc and now - started > spec.startup_s:

@@ -8,16 +8,17 @@ import re
 import shutil
 import signal
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
 
 from ddpdoctor.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from ddpdoctor.job import collect, known_errors
-from ddpdoctor.job.launch import LaunchOutcome, Tick
+from ddpdoctor.job.launch import BeforeKill, LaunchOutcome, Tick
 from ddpdoctor.job.plan import Plan, preflight
 from ddpdoctor.report import problems
 from ddpdoctor.report.model import Finding, Report
-from ddpdoctor.runfiles import RunFolder
+from ddpdoctor.runfiles import JobSpec, RunFolder
 
 _TELLING = re.compile(r"error|failed|refused|timed out|not known|exception", re.I)
 
@@ -60,7 +61,23 @@ def launcher_problems(outcome: LaunchOutcome, any_rank_started: bool) -> list[Fi
     ]
 
 
-def execute(p: Plan, on_tick: Tick | None = None) -> Report:
+# (run folder, job, what the launcher saw, launch faults) -> the report: collect.assemble for
+# the probes, the tracer's assemble for `ddpdoctor run`.
+Judge = Callable[[Path, JobSpec, LaunchOutcome | None, list[Finding]], Report]
+
+
+def _assemble_checks(
+    run_dir: Path, job: JobSpec, outcome: LaunchOutcome | None, found: list[Finding]
+) -> Report:
+    return collect.assemble(run_dir, job, outcome, launch_problems=found)
+
+
+def execute(
+    p: Plan,
+    on_tick: Tick | None = None,
+    before_kill: BeforeKill | None = None,
+    judge: Judge = _assemble_checks,
+) -> Report:
     """Launch (unless a pre-flight problem makes it pointless) and assemble the report."""
     from ddpdoctor.job import launch
 
@@ -69,9 +86,9 @@ def execute(p: Plan, on_tick: Tick | None = None) -> Report:
     found = preflight(p)
     outcome: LaunchOutcome | None = None
     if not found:
-        outcome = launch.run(p.spec, on_tick=on_tick)
+        outcome = launch.run(p.spec, on_tick=on_tick, before_kill=before_kill)
         found = launcher_problems(outcome, bool(folder.read_beats()))
-    return collect.assemble(p.spec.run_dir, p.job, outcome, launch_problems=found)
+    return judge(p.spec.run_dir, p.job, outcome, found)
 
 
 def output_failed(message: str) -> int:
@@ -90,20 +107,27 @@ def exit_code(report: Report, fail_on: str) -> int:
 
 
 @contextmanager
-def launched(p: Plan, title: str, show_progress: bool, ascii_only: bool) -> Iterator[Report]:
-    """Run the plan with the live progress display, yield the report; afterwards remove the
-    temporary run folder if everything passed (a failed run keeps it for the ticket)."""
+def launched(
+    p: Plan,
+    title: str,
+    show_progress: bool,
+    ascii_only: bool,
+    before_kill: BeforeKill | None = None,
+    judge: Judge = _assemble_checks,
+    on_tick: Tick | None = None,
+) -> Iterator[Report]:
+    """Run the plan with the live progress display (or the caller's own `on_tick`), yield the
+    report; afterwards remove the temporary run folder if everything passed (a failed run
+    keeps it for the ticket)."""
     from ddpdoctor.report import render
 
     report: Report | None = None
+    display = render.progress(
+        enabled=show_progress, ascii_only=ascii_only, world_size=p.job.world_size, title=title
+    )
     try:
-        with render.progress(
-            enabled=show_progress,
-            ascii_only=ascii_only,
-            world_size=p.job.world_size,
-            title=title,
-        ) as tick:
-            report = execute(p, on_tick=tick)
+        with nullcontext(on_tick) if on_tick is not None else display as tick:
+            report = execute(p, on_tick=tick, before_kill=before_kill, judge=judge)
         yield report
     finally:
         if not p.keep_run_dir and report is not None and report.status == "pass":

@@ -44,6 +44,8 @@ class Finding:
     ranks: list[int] = field(default_factory=list)
     host: str | None = None
     data: dict[str, Any] = field(default_factory=dict)
+    symbol: str | None = None  # the catalog's readable name (pylint's habit)
+    where: dict[str, Any] | None = None  # {path, line} in the user's code, when known
 
     @property
     def rank(self) -> int | None:
@@ -59,6 +61,8 @@ class Finding:
             "ranks": list(self.ranks),
             "host": self.host,
             "data": self.data,
+            "symbol": self.symbol,
+            "where": self.where,
         }
 
     @classmethod
@@ -71,6 +75,8 @@ class Finding:
             ranks=list(d.get("ranks") or ([] if d.get("rank") is None else [d["rank"]])),
             host=d.get("host"),
             data=d.get("data") or {},
+            symbol=d.get("symbol"),
+            where=d.get("where"),
         )
 
 

@@ -37,6 +37,7 @@ class Problem:
             ranks=sorted(ranks),
             host=host,
             data=data,
+            symbol=self.symbol,
         )
 
 

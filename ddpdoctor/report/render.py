@@ -109,9 +109,11 @@ def rows(checks: list[CheckResult], out: Out, verbose: bool = False) -> None:
         for f in c.findings:
             named = f.message.startswith(("rank ", "ranks "))
             who = f" [dim]({ranks_txt(f.ranks)})[/]" if f.ranks and not named else ""
+            at = _where(f.where)
+            at = f" [dim]at {escape(at)}[/]" if at and at not in f.message else ""
             out(
                 f"    {_mark(LEVEL_MARKS, f.level.word, out.ascii_only)} [bold]{f.code}[/] "
-                f"{escape(f.message)}{who}",
+                f"{escape(f.message)}{at}{who}",
                 soft_wrap=False,
             )
             if f.hint:
@@ -120,7 +122,19 @@ def rows(checks: list[CheckResult], out: Out, verbose: bool = False) -> None:
             out(f"        [dim]took {c.duration_s:.2f} s[/]")
 
 
-def count_line(checks: list[CheckResult], status: str, seconds: float | None, out: Out) -> None:
+def _where(where: dict[str, Any] | None) -> str:
+    """'train.py:17' for a finding's place in the user's code (the file's name, as ruff does
+    relative to the current folder when it is below it)."""
+    if not where:
+        return ""
+    path = str(where.get("path", ""))
+    near = os.path.relpath(path) if os.path.isabs(path) else path
+    return f"{path if near.startswith('..') else near}:{where.get('line')}"
+
+
+def count_line(
+    checks: list[CheckResult], status: str, seconds: float | None, out: Out, noun: str = "check"
+) -> None:
     """The closing line: what was found, in how many checks, in how long (flutter doctor's)."""
     from ddpdoctor.report.ranks import plural
 
@@ -134,7 +148,7 @@ def count_line(checks: list[CheckResult], status: str, seconds: float | None, ou
     out(
         f"[{colour} bold]{word}[/]: {plural(counts['fail'], 'failure')}, "
         f"{plural(counts['warn'], 'warning')}, {plural(counts['info'], 'note')} in "
-        f"{plural(len(checks), 'check')}{took}."
+        f"{plural(len(checks), noun)}{took}."
     )
 
 
@@ -150,6 +164,7 @@ def report(
     ascii_only: bool = False,
     run_dir: str | None = None,
     console: Console | None = None,
+    title: str = "ddpdoctor check",
 ) -> None:
     """The flutter-doctor style report: a row per check, findings with their fix, a count."""
     from ddpdoctor.report.ranks import plural, ranks_txt
@@ -165,7 +180,7 @@ def report(
         else f"{plural(rep.world_size, 'rank')} on {plural(hosts, 'host')}"
     )
     out(
-        f"[bold]ddpdoctor check[/] · {rep.backend} ({escape(rep.backend_reason)}) · "
+        f"[bold]{escape(title)}[/] · {rep.backend} ({escape(rep.backend_reason)}) · "
         f"{where} · {rep.duration_s:.1f} s"
     )
     out()
@@ -178,7 +193,8 @@ def report(
     if verbose:
         _verbose(rep, con, out)
     out()
-    count_line(rep.checks, rep.status, rep.duration_s, out)
+    noun = "area" if rep.launch.get("mode") == "run" else "check"
+    count_line(rep.checks, rep.status, rep.duration_s, out, noun)
     if node_view:
         master = rep.launch.get("master_addr") or "the node that runs rank 0"
         out(

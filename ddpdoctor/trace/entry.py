@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ddpdoctor.rank.recorder import Recorder
+from ddpdoctor.runfiles import RunFolder
 from ddpdoctor.trace import record as rec
 from ddpdoctor.trace import stacks
 from ddpdoctor.trace.sites import traceback_site
@@ -125,12 +127,46 @@ def _ended(tracer: Tracer, kind: str, code: int, exc: BaseException | None = Non
     tracer.write()
 
 
+def _beat(tracer: Tracer) -> Recorder:
+    """The run-folder heartbeat and rank document that the launcher judges every rank by
+    (ddpdoctor.runfiles): its phase is the training step, polled by a side thread, so a step
+    costs no write. Under `ddpdoctor run` (a managed spec) the rank's output goes to its log."""
+    folder = RunFolder(tracer.config.run_dir)
+    spec = folder.read_spec()
+    nonce = spec.nonce if spec is not None else ""
+    folder.nonce = nonce or None
+    r = tracer.record
+    if spec is not None and spec.managed:
+        _redirect_output(folder, r.rank)
+
+    def progress() -> tuple[str | None, str]:
+        """Any step, event, collective or data pass moves the phase; before the script's first
+        event the rank is still starting (the launcher allows it the start-up time)."""
+        if not (r.steps or r.events or r.collective_count or r.passes):
+            return (None, "starting")
+        if r.steps:
+            return ("train", f"step {r.steps}")
+        return ("train", f"setup: {len(r.events)} events, {len(r.passes)} data passes")
+
+    return Recorder(folder, r.rank, r.local_rank, nonce, progress=progress)
+
+
+def _redirect_output(folder: RunFolder, rank: int) -> None:
+    fd = os.open(folder.log_file(rank), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
 def run(args: Args) -> int:
     """Run the user's code under the tracer; returns the process exit code."""
     config = args.config
     config.run_dir.mkdir(parents=True, exist_ok=True)
     target = args.module or args.script or ""
     tracer = Tracer(config, target, [target, *args.args])
+    beat = _beat(tracer)
     stacks.install(rec.stack_file(config.run_dir, tracer.record.rank))
     from ddpdoctor.trace.install import install
 
@@ -150,7 +186,10 @@ def run(args: Args) -> int:
         else:
             runpy.run_path(args.script or "", run_name="__main__")
 
-    return finish_run(tracer, call)
+    code = finish_run(tracer, call)
+    if code == 0:
+        beat.finish()  # a clean end (returned, exit 0, a stop at --steps); a failure is not
+    return code
 
 
 def finish_run(tracer: Tracer, call: Callable[[], object]) -> int:

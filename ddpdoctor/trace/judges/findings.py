@@ -54,11 +54,18 @@ class TraceFinding:
         }
 
     def to_finding(self) -> Finding:
-        """The report's Finding, with `where` and `symbol` kept in data (the additive fields)."""
-        data = {**self.data, "symbol": self.symbol, "area": self.area}
-        if self.where:
-            data["where"] = self.where.to_json()
-        return Finding(self.code, self.level, self.message, self.hint, list(self.ranks), None, data)
+        """The report's Finding: `symbol` and `where` are its own (additive) fields."""
+        return Finding(
+            self.code,
+            self.level,
+            self.message,
+            self.hint,
+            list(self.ranks),
+            None,
+            {**self.data, "area": self.area},
+            symbol=self.symbol,
+            where=self.where.to_json() if self.where else None,
+        )
 
 
 def events_by_place(
