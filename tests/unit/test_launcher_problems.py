@@ -12,10 +12,8 @@ def outcome(tail: str, verdict: str = "finished") -> LaunchOutcome:
 
 
 def test_port_taken_under_the_launcher() -> None:
-    tail = (
-        "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
-        "address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use"
-    )
+    tail = ("torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
+            "address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use")
     (f,) = launcher_problems(outcome(tail), any_rank_started=False)
     assert f.code == "DDP905" and f.data["evidence"] == [tail]
 
@@ -24,10 +22,7 @@ def test_unknown_launcher_failure_names_its_last_telling_line() -> None:
     tail = "INFO starting\nRendezvousTimeoutError: timed out waiting for nodes\nINFO bye\n"
     (f,) = launcher_problems(outcome(tail, verdict="hung"), any_rank_started=False)
     assert f.code == "DDP906"
-    assert (
-        f.message
-        == "torchrun started no worker within 61 s: RendezvousTimeoutError: timed out waiting for nodes"
-    )
+    assert f.message == "torchrun started no worker within 61 s: RendezvousTimeoutError: timed out waiting for nodes"
     assert launcher_problems(outcome(tail), any_rank_started=True) == []
 
 
