@@ -172,7 +172,7 @@ def run(args: Args) -> int:
 
     install(tracer)
     tracer.start()
-    atexit.register(tracer.write)  # last figures even when the script calls os._exit-free exits
+    atexit.register(tracer.write)  # the last figures on any exit the interpreter sees
     if args.module is not None:
         sys.argv = [args.module, *args.args]
         sys.path[0] = os.getcwd()

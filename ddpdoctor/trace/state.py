@@ -78,6 +78,8 @@ class Tracer:
         self.dirty = True
         self._written: Path | None = None
         self._closed = False
+        self._forked = False
+        os.register_at_fork(after_in_child=self._after_fork)
         self.t0 = time.monotonic()
         self._opt_steps: dict[int, int] = {}
         self._events: dict[tuple[str, Site | None], Event] = {}
@@ -105,7 +107,16 @@ class Tracer:
         self.write()
         self._flusher.start()
 
+    def _after_fork(self) -> None:
+        """A DataLoader worker forked from this rank: it must never write the rank's record,
+        and the lock may have been held by the side thread, which did not survive the fork."""
+        self.lock = threading.RLock()
+        self._forked = True
+        self._closed = True
+
     def write(self) -> None:
+        if self._forked:
+            return
         with self.lock:
             self.record.updated = time.time()
             self.dirty = False

@@ -120,3 +120,13 @@ def test_lint_agrees_where_the_mistake_is_visible_statically() -> None:
     assert ("collective_before_init.py", "DDL001", 10) in lint
     assert {x for x in run_side if x[0] in static} <= lint
     assert not {x for x in lint if x[0] in CLEAN}  # lint and run agree the clean ones are clean
+
+
+def test_every_record_matches_the_trace_schema(runs: dict[str, TracedRun]) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    from ddpdoctor.trace import record as R
+
+    schema = json.loads((Path(R.__file__).parent / "trace-1.schema.json").read_text())
+    for run in runs.values():
+        for path in run.run_dir.glob("trace-*.json"):
+            jsonschema.validate(json.loads(path.read_text()), schema)

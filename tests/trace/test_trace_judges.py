@@ -253,3 +253,23 @@ def test_pruned_passes_are_not_judged_for_coverage() -> None:
         rec.passes = [a_pass(range(rank, 16, 2))]
         rec.passes[0].sketch = []  # an older pass keeps its digests only
     assert codes(r) == []
+
+
+def test_summary_lines_per_area() -> None:
+    from ddpdoctor.trace.judges import AREAS, summarize
+
+    r = recs()
+    for rank, rec in r.items():
+        rec.backend, rec.steps = "gloo", 12
+        rec.exit = Exit("steps", 0)
+        rec.passes = [a_pass(range(rank, 16, 2), epoch=e) for e in range(3)]
+        rec.events = [
+            Event(R.DDP_BUILT, at(12), data={"device_ids": None, "param_devices": ["cpu"]})
+        ]
+        rec.step_s, rec.data_s = [0.01] * 10, [0.001] * 10
+    s = summarize(r)
+    assert list(s) == list(AREAS)
+    assert s["group"] == "gloo, 2 ranks, 12 optimizer steps, ended: steps"
+    assert s["data"] == "1 DataLoader, 3 passes on rank 0, 4 batches / 8 samples per epoch"
+    assert s["timing"] == "10.0 ms per step (median), 10% waiting for data"
+    assert s["devices"] == "DDP on cpu (2 wraps)" and s["gradscaler"] == "no GradScaler"

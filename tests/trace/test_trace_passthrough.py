@@ -4,6 +4,7 @@ with and without the tracer, in one process; and what was recorded on the way.""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,9 @@ def test_results_are_bit_identical_with_the_tracer(tmp_path: Path) -> None:
     assert len(rec.fingerprints) == 2 and rec.scales  # steps 1 and 10
     for hooked in (torch.nn.utils.clip_grad_norm_, torch.save, torch.Tensor.backward, open):
         assert not hasattr(hooked, "__ddpdoctor_original__")  # every hook removed again
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((Path(R.__file__).parent / "trace-1.schema.json").read_text())
+    jsonschema.validate(json.loads(json.dumps(rec.to_json())), schema)
 
 
 def test_sketch_with_and_without_numpy_agree(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -96,6 +96,7 @@ def test_ctrl_c_is_recorded_at_the_users_line(tmp_path: Path) -> None:
     assert leftovers(run) == []
 
 
+@pytest.mark.slow
 def test_module_mode_sees_what_plain_python_m_gives(tmp_path: Path) -> None:
     """`-m MODULE`: argv[0], sys.path[0], cwd and __name__ as `python -m MODULE` has them."""
     pkg = tmp_path / "mypkg"

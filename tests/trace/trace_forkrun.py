@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from trace_harness import ROOT, TracedRun, dump_unfinished, free_port
+from trace_harness import ROOT, TracedRun, dump_unfinished, free_port, watch
 
 from ddpdoctor.trace.judges import judge
 from ddpdoctor.trace.record import read_records
@@ -82,22 +82,17 @@ def fork_run(
             _child(rank, nproc, port, run_dir, script, argv)
         pids.append(pid)
     codes: dict[int, int] = {}
-    called = during is None
-    timed_out = False
-    while len(codes) < nproc:
+
+    def running() -> bool:
         for rank, pid in enumerate(pids):
-            if rank in codes:
-                continue
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                codes[rank] = os.waitstatus_to_exitcode(status)
-        if not called and len(read_records(run_dir)) >= nproc:
-            called = True
-            during(run_dir, pids)  # type: ignore[misc]
-        if time.monotonic() - t0 > deadline:
-            timed_out = True
-            break
-        time.sleep(0.05)
+            if rank not in codes:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    codes[rank] = os.waitstatus_to_exitcode(status)
+        return len(codes) < nproc
+
+    ready = None if during is None else (lambda: during(run_dir, pids))
+    timed_out = watch(running, run_dir, nproc, t0 + deadline, ready)
     stacks: dict[int, str] = {}
     if timed_out:
         stacks = dump_unfinished(run_dir, set(codes))

@@ -75,6 +75,21 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def watch(
+    running: Callable[[], bool], run_dir: Path, nproc: int, deadline: float,
+    on_ready: Callable[[], None] | None,
+) -> bool:  # fmt: skip
+    """Wait while `running()`; call `on_ready` once every rank has a record. True: timed out."""
+    while running():
+        if on_ready is not None and len(read_records(run_dir)) >= nproc:
+            on_ready()
+            on_ready = None
+        if time.monotonic() > deadline:
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def run_traced(
     script: Path, run_dir: Path, *, nproc: int = 2, args: tuple[str, ...] = (),
     tracer_args: tuple[str, ...] = (), deadline: float = 60.0,
@@ -96,16 +111,8 @@ def run_traced(
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env,
                                 cwd=script.parent, start_new_session=True)  # fmt: skip
-    called = during is None
-    timed_out = False
-    while proc.poll() is None:
-        if not called and len(read_records(run_dir)) >= nproc:
-            called = True
-            during(run_dir, proc)  # type: ignore[misc]
-        if time.monotonic() - t0 > deadline:
-            timed_out = True
-            break
-        time.sleep(0.1)
+    ready = None if during is None else (lambda: during(run_dir, proc))
+    timed_out = watch(lambda: proc.poll() is None, run_dir, nproc, t0 + deadline, ready)
     records = read_records(run_dir)
     pids = [r.pid for r in records.values()]
     stacks: dict[int, str] = {}

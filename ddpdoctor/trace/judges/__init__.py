@@ -14,9 +14,10 @@ from ddpdoctor.trace.judges import (
     writes,
 )
 from ddpdoctor.trace.judges.findings import AREAS, TraceFinding
+from ddpdoctor.trace.judges.summary import summarize
 from ddpdoctor.trace.record import TraceRecord
 
-__all__ = ["AREAS", "TraceFinding", "judge"]
+__all__ = ["AREAS", "TraceFinding", "judge", "summarize"]
 
 
 def judge(
