@@ -431,7 +431,7 @@ def run(
 
 
 BUSY_SAMPLE_S = 0.5
-BUSY_CORES = 0.5  # a rank blocked in a collective sleeps; one that computes uses a core
+BUSY_CORES = 0.1  # a rank blocked in a collective sleeps (~0); a starved one still computes
 
 
 def _cpu_use(procs: dict[int, Any]) -> dict[int, float]:

@@ -23,7 +23,8 @@ def fmt_ranks(ranks: Iterable[int]) -> str:
 
 
 def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+    """'1 rank', '2 ranks', '3 passes'."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}{'es' if word.endswith('s') else 's'}"
 
 
 def group_by_value(values: Mapping[int, object]) -> dict[str, list[int]]:

@@ -8,7 +8,6 @@ the judges add what only a run can see, each finding at the user's own file:line
 
 from __future__ import annotations
 
-import statistics
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +22,8 @@ from ddpdoctor.report.model import (
     overall_status,
     status_from,
 )
-from ddpdoctor.report.ranks import plural, ranks_txt
 from ddpdoctor.runfiles import JobSpec, RunFolder
-from ddpdoctor.trace.judges import AREAS, TraceFinding, judge
+from ddpdoctor.trace.judges import AREAS, TraceFinding, judge, summarize
 from ddpdoctor.trace.record import TraceRecord, read_records
 
 TITLES = {
@@ -56,7 +54,8 @@ def assemble(
     exit_codes = dict(outcome.exitcodes) if outcome else {}
     findings = judge(records, world, exit_codes=exit_codes, stacks=stacks or {})
     _locate(states, findings)
-    rows = [_row(area, records, findings) for area in AREAS]
+    summaries = summarize(records)
+    rows = [_row(area, summaries, records, findings) for area in AREAS]
     failed = [s for s in states if s.state != OK]
     root = (
         None if outcome is not None and outcome.launcher_killed else rank_states.root_cause(states)
@@ -126,100 +125,9 @@ def _root(
     return out
 
 
-def _row(area: str, records: dict[int, TraceRecord], findings: list[TraceFinding]) -> CheckResult:
-    mine = [f.to_finding() for f in findings if f.area == area]
-    summary = SUMMARIES[area](records) if records else "no rank recorded anything"
+def _row(
+    area: str, summaries: dict[str, str], records: dict[int, TraceRecord], found: list[TraceFinding]
+) -> CheckResult:
+    mine = [f.to_finding() for f in found if f.area == area]
     status = status_from(mine) if records else "skip"
-    return CheckResult(area, TITLES[area], status, summary, mine)
-
-
-def _group(records: dict[int, TraceRecord]) -> str:
-    backends = sorted({r.backend for r in records.values() if r.backend})
-    steps = sorted({r.steps for r in records.values()})
-    ends = sorted({r.exit.kind for r in records.values()})
-    took = f"{steps[0]}" if len(steps) == 1 else f"{steps[0]}-{steps[-1]}"
-    return (
-        f"{'/'.join(backends) or 'no process group'}, {plural(len(records), 'rank')}, "
-        f"{took} optimizer steps, ended: {', '.join(ends)}"
-    )
-
-
-def _devices(records: dict[int, TraceRecord]) -> str:
-    built = [e for r in records.values() for e in r.events if e.kind == "ddp"]
-    if not built:
-        return "no DistributedDataParallel built"
-    devices = sorted({str(d) for e in built for d in (e.data.get("param_devices") or [])})
-    return f"DDP built {plural(len(built), 'time')}" + (
-        f", parameters on {', '.join(devices)}" if devices else ""
-    )
-
-
-def _data(records: dict[int, TraceRecord]) -> str:
-    passes = [p for r in records.values() for p in r.passes]
-    if not passes:
-        return "no DataLoader iterated"
-    loaders = len({p.loader for p in passes})
-    per_rank = {r: sum(p.batches for p in rec.passes) for r, rec in records.items()}
-    dist = sum(1 for p in passes if p.distributed)
-    kind = f"{dist} of {len(passes)} passes sharded by a DistributedSampler"
-    lo, hi = min(per_rank.values()), max(per_rank.values())
-    return (
-        f"{plural(loaders, 'loader')}, {kind}, {lo if lo == hi else f'{lo}-{hi}'} batches per rank"
-    )
-
-
-def _scaler(records: dict[int, TraceRecord]) -> str:
-    made = [e for r in records.values() for e in r.events if e.kind == "scaler-created"]
-    if not made:
-        return "no GradScaler"
-    last = [r.scales[max(r.scales)] for r in records.values() if r.scales]
-    scale = f", final scale {last[0]:g}" if last and len(set(last)) == 1 else ""
-    skipped = sum(r.skipped_count for r in records.values())
-    return f"a GradScaler on every rank{scale}, {plural(skipped, 'skipped step')} in all"
-
-
-def _replicas(records: dict[int, TraceRecord]) -> str:
-    counts = {len(r.fingerprints) for r in records.values()}
-    n = min(counts) if counts else 0
-    if not n:
-        return "no fingerprint taken (too few steps, or --fingerprint-every 0)"
-    names = max((len(r.fingerprint_names) for r in records.values()), default=0)
-    return f"{plural(n, 'fingerprint')} of {plural(names, 'tensor')} compared across ranks"
-
-
-def _collectives(records: dict[int, TraceRecord]) -> str:
-    counts = sorted({r.collective_count for r in records.values()})
-    if counts == [0]:
-        return "no collective called directly by the script"
-    same = len({r.collective_digest for r in records.values()}) == 1
-    n = counts[0] if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
-    return f"{n} direct collectives per rank, {'the same sequence on every rank' if same else 'sequences differ'}"
-
-
-def _writes(records: dict[int, TraceRecord]) -> str:
-    paths = {w.path for r in records.values() for w in r.writes}
-    writers = {r for r, rec in records.items() if rec.writes}
-    if not paths:
-        return "no file written by the script"
-    return f"{plural(len(paths), 'path')} written, by {ranks_txt(writers)}"
-
-
-def _timing(records: dict[int, TraceRecord]) -> str:
-    steps = [s for r in records.values() for s in r.step_s]
-    if not steps:
-        return "no optimizer step timed"
-    data = [s for r in records.values() for s in r.data_s]
-    wait = sum(data) / sum(steps) if sum(steps) else 0.0
-    return f"median step {statistics.median(steps) * 1e3:.1f} ms, {wait:.0%} of it waiting for data"
-
-
-SUMMARIES = {
-    "group": _group,
-    "devices": _devices,
-    "data": _data,
-    "gradscaler": _scaler,
-    "replicas": _replicas,
-    "collectives": _collectives,
-    "writes": _writes,
-    "timing": _timing,
-}
+    return CheckResult(area, TITLES[area], status, summaries[area], mine)

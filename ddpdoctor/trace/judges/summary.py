@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from statistics import median
 
+from ddpdoctor.report.ranks import plural
 from ddpdoctor.trace import record as R
 from ddpdoctor.trace.judges.findings import (
     COLLECTIVES,
@@ -19,10 +20,6 @@ from ddpdoctor.trace.judges.findings import (
 from ddpdoctor.trace.record import TraceRecord
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}{'es' if word.endswith('s') else 's'}"
-
-
 def summarize(records: dict[int, TraceRecord]) -> dict[str, str]:
     """area -> one line. Empty records: every area says nothing was recorded."""
     if not records:
@@ -33,7 +30,7 @@ def summarize(records: dict[int, TraceRecord]) -> dict[str, str]:
     ends = sorted({r.exit.kind for r in recs})
     steps = sorted({r.steps for r in recs})
     out = {
-        GROUP: f"{first.backend or 'no group'}, {_plural(len(recs), 'rank')}, "
+        GROUP: f"{first.backend or 'no group'}, {plural(len(recs), 'rank')}, "
         f"{'-'.join(map(str, (steps[0], steps[-1]))) if len(steps) > 1 else steps[0]} optimizer "
         f"steps, ended: {', '.join(ends)}",
     }
@@ -46,31 +43,31 @@ def summarize(records: dict[int, TraceRecord]) -> dict[str, str]:
                 for d in (e.data.get("device_ids") or e.data.get("param_devices") or [])
             }
         )
-        out[DEVICES] = f"DDP on {', '.join(devices) or 'cpu'} ({_plural(len(ddp), 'wrap')})"
+        out[DEVICES] = f"DDP on {', '.join(devices) or 'cpu'} ({plural(len(ddp), 'wrap')})"
     else:
         out[DEVICES] = "no DistributedDataParallel built"
     loaders = {p.loader for p in first.passes}
     done = [p for p in first.passes if p.complete]
     out[DATA] = (
-        f"{_plural(len(loaders), 'DataLoader')}, {_plural(len(first.passes), 'pass')} on rank "
+        f"{plural(len(loaders), 'DataLoader')}, {plural(len(first.passes), 'pass')} on rank "
         f"{first.rank}" + (f", {done[0].batches} batches / {done[0].items} samples per epoch" if done else "")
         if first.passes else "no DataLoader iterated"
     )  # fmt: skip
     scalers = sum(e.count for e in first.events if e.kind == R.SCALER_CREATED)
     if scalers:
         last = first.scales[max(first.scales)] if first.scales else None
-        out[SCALER] = (f"{_plural(scalers, 'GradScaler')}, {first.skipped_count} skipped steps"
+        out[SCALER] = (f"{plural(scalers, 'GradScaler')}, {first.skipped_count} skipped steps"
                        + (f", scale {last:g}" if last is not None else ""))  # fmt: skip
     else:
         out[SCALER] = "no GradScaler"
     n_fp = min(len(r.fingerprints) for r in recs)
-    out[REPLICAS] = (f"{_plural(n_fp, 'fingerprint')} per rank, {len(first.fingerprint_names)} tensors"
+    out[REPLICAS] = (f"{plural(n_fp, 'fingerprint')} per rank, {len(first.fingerprint_names)} tensors"
                      if n_fp else "no fingerprint taken")  # fmt: skip
     counts = sorted({r.collective_count for r in recs})
     out[COLLECTIVES] = (f"{'-'.join(map(str, (counts[0], counts[-1])))} calls per rank" if len(counts) > 1
                         else f"{counts[0]} calls per rank" if counts[0] else "none called by the script")  # fmt: skip
     paths = {w.path for r in recs for w in r.writes}
-    out[WRITES] = f"{_plural(len(paths), 'path')} written" if paths else "nothing written"
+    out[WRITES] = f"{plural(len(paths), 'path')} written" if paths else "nothing written"
     times = [t for r in recs for t in r.step_s[2:]]
     waits = [t for r in recs for t in r.data_s[2:]]
     if times:
