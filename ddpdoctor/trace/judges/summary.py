@@ -65,7 +65,7 @@ def summarize(records: dict[int, TraceRecord]) -> dict[str, str]:
                      if n_fp else "no fingerprint taken")  # fmt: skip
     counts = sorted({r.collective_count for r in recs})
     out[COLLECTIVES] = (f"{'-'.join(map(str, (counts[0], counts[-1])))} calls per rank" if len(counts) > 1
-                        else f"{counts[0]} calls per rank" if counts[0] else "none called by the script")  # fmt: skip
+                        else f"{plural(counts[0], 'call')} per rank" if counts[0] else "none called by the script")  # fmt: skip
     paths = {w.path for r in recs for w in r.writes}
     out[WRITES] = f"{plural(len(paths), 'path')} written" if paths else "nothing written"
     times = [t for r in recs for t in r.step_s[2:]]
