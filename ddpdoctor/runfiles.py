@@ -30,7 +30,7 @@ LAUNCHER_LOG = "torchrun.log"
 ENTRY_OK, ENTRY_SKIP, ENTRY_ERROR, ENTRY_TIMEOUT = "ok", "skip", "error", "timeout"
 
 LOCK = ".ddpdoctor.lock"
-_OURS = re.compile(r"rank-\d+\.(?:json|beat|log|trace\.json|stack\.txt)")
+_OURS = re.compile(r"rank-\d+\.(?:json|beat|log)|(?:trace|spawner)-\d+\.json|stack-\d+\.txt")
 
 T = TypeVar("T")
 
@@ -278,6 +278,10 @@ class RunFolder:
 
     def log_file(self, rank: int) -> Path:
         return self.path / f"rank-{rank}.log"
+
+    def stack_file(self, rank: int) -> Path:
+        """Every thread's Python stack, written by the rank itself on SIGUSR1 (faulthandler)."""
+        return self.path / f"stack-{rank}.txt"
 
     @property
     def spec_file(self) -> Path:

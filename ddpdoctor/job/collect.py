@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ddpdoctor import registry
-from ddpdoctor.job import known_errors, rank_states
+from ddpdoctor.job import known_errors, rank_states, stacks
 from ddpdoctor.job.launch import LaunchOutcome, tail_text
 from ddpdoctor.report import problems, schema
 from ddpdoctor.report.model import (
@@ -152,6 +152,7 @@ def assemble(
     spec: JobSpec,
     outcome: LaunchOutcome | None = None,
     launch_problems: list[Finding] | None = None,
+    dumps: dict[int, str] | None = None,
 ) -> Report:
     """Build the report from whatever the run left behind. `launch_problems` are faults found
     before or by the launcher itself (a busy port, torchrun dying): they go in the row of the
@@ -175,6 +176,7 @@ def assemble(
     if node_view:
         states = [s for s in states if s.rank in local]
     rank_states.explain_crashes(states, lambda r: tail_text(RunFolder(run_dir).log_file(r), 8000))
+    stacks.attach(states, dumps or {})
     world_size = world_size or len(states) or 1
     world = World(
         world_size=world_size,

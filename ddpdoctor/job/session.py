@@ -11,10 +11,11 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
+from typing import Any
 
 from ddpdoctor.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
-from ddpdoctor.job import collect, known_errors
-from ddpdoctor.job.launch import BeforeKill, LaunchOutcome, Tick
+from ddpdoctor.job import collect, known_errors, stacks
+from ddpdoctor.job.launch import LaunchOutcome, Tick
 from ddpdoctor.job.plan import Plan, preflight
 from ddpdoctor.report import problems
 from ddpdoctor.report.model import Finding, Report
@@ -61,34 +62,35 @@ def launcher_problems(outcome: LaunchOutcome, any_rank_started: bool) -> list[Fi
     ]
 
 
-# (run folder, job, what the launcher saw, launch faults) -> the report: collect.assemble for
-# the probes, the tracer's assemble for `ddpdoctor run`.
-Judge = Callable[[Path, JobSpec, LaunchOutcome | None, list[Finding]], Report]
-
-
-def _assemble_checks(
-    run_dir: Path, job: JobSpec, outcome: LaunchOutcome | None, found: list[Finding]
-) -> Report:
-    return collect.assemble(run_dir, job, outcome, launch_problems=found)
+# (run folder, job, what the launcher saw, launch faults, stack dumps) -> the report: by
+# default collect.assemble (the probes); the tracer's assemble for `ddpdoctor run`.
+Judge = Callable[[Path, JobSpec, LaunchOutcome | None, list[Finding], dict[int, str]], Report]
 
 
 def execute(
     p: Plan,
     on_tick: Tick | None = None,
-    before_kill: BeforeKill | None = None,
-    judge: Judge = _assemble_checks,
+    judge: Judge | None = None,
 ) -> Report:
-    """Launch (unless a pre-flight problem makes it pointless) and assemble the report."""
+    """Launch (unless a pre-flight problem makes it pointless) and assemble the report. At a
+    verdict every unfinished rank's stacks are taken before the kill; `judge` gets them."""
     from ddpdoctor.job import launch
 
     folder = RunFolder(p.spec.run_dir, p.job.nonce)
+    dumps: dict[int, str] = {}
+
+    def before_kill(alive: dict[int, Any]) -> None:
+        stacks.take(folder, alive, dumps)
+
     folder.write_spec(p.job)
     found = preflight(p)
     outcome: LaunchOutcome | None = None
     if not found:
         outcome = launch.run(p.spec, on_tick=on_tick, before_kill=before_kill)
         found = launcher_problems(outcome, bool(folder.read_beats()))
-    return judge(p.spec.run_dir, p.job, outcome, found)
+    if judge is None:
+        return collect.assemble(p.spec.run_dir, p.job, outcome, found, dumps)
+    return judge(p.spec.run_dir, p.job, outcome, found, dumps)
 
 
 def output_failed(message: str) -> int:
@@ -112,8 +114,7 @@ def launched(
     title: str,
     show_progress: bool,
     ascii_only: bool,
-    before_kill: BeforeKill | None = None,
-    judge: Judge = _assemble_checks,
+    judge: Judge | None = None,
     on_tick: Tick | None = None,
 ) -> Iterator[Report]:
     """Run the plan with the live progress display (or the caller's own `on_tick`), yield the
@@ -127,7 +128,7 @@ def launched(
     )
     try:
         with nullcontext(on_tick) if on_tick is not None else display as tick:
-            report = execute(p, on_tick=tick, before_kill=before_kill, judge=judge)
+            report = execute(p, on_tick=tick, judge=judge)
         yield report
     finally:
         if not p.keep_run_dir and report is not None and report.status == "pass":

@@ -39,6 +39,7 @@ from ddpdoctor.runfiles import (
     Pulse,
     RunFolder,
 )
+from ddpdoctor.trace import stacks
 
 
 def _short_error(exc: BaseException) -> str:
@@ -252,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     rec = Recorder(folder, ident.rank, ident.local_rank, spec.nonce)
     _take_sigterm(rec)
+    stacks.install(folder.stack_file(ident.rank))  # the launcher asks for them at a verdict
 
     ctx = RankContext(
         rank=ident.rank,

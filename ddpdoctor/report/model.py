@@ -144,6 +144,7 @@ class RankState:
     signal: str | None = None
     detail: str = ""
     failed_at: float | None = None
+    stack: list[str] = field(default_factory=list)  # main thread at the verdict, innermost first
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ddpdoctor.job import collect, rank_states
+from ddpdoctor.job import stacks as job_stacks
 from ddpdoctor.job.launch import LaunchOutcome, tail_text
 from ddpdoctor.report.model import (
     OK,
@@ -51,6 +52,7 @@ def assemble(
     world = spec.world_size or len(records) or 1
     states = rank_states.assess(world, files.docs, files.beats, outcome)
     rank_states.explain_crashes(states, lambda r: tail_text(folder.log_file(r), 8000))
+    job_stacks.attach(states, stacks or {})
     exit_codes = dict(outcome.exitcodes) if outcome else {}
     findings = judge(records, world, exit_codes=exit_codes, stacks=stacks or {})
     _locate(states, findings)

@@ -10,7 +10,6 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ddpdoctor.errors import UsageError, printable
 from ddpdoctor.job.collect import to_json
@@ -100,31 +99,16 @@ class LiveOutput:
             sys.stdout.flush()
 
 
-def _judge_with(stacks: dict[int, str]) -> Any:
-    def judge(
-        run_dir: Path, job: JobSpec, outcome: LaunchOutcome | None, found: list[Finding]
-    ) -> Report:
-        from ddpdoctor.trace.assemble import assemble
+def _judge(
+    run_dir: Path,
+    job: JobSpec,
+    outcome: LaunchOutcome | None,
+    found: list[Finding],
+    dumps: dict[int, str],
+) -> Report:
+    from ddpdoctor.trace.assemble import assemble
 
-        return assemble(run_dir, job, outcome, stacks=stacks, launch_problems=found)
-
-    return judge
-
-
-def _take_stacks(run_dir: Path, stacks: dict[int, str]) -> Any:
-    """At a verdict, before the kill: every unfinished rank's Python stacks (faulthandler, from
-    inside the rank, works while its main thread is blocked in a collective)."""
-
-    def before_kill(alive: dict[int, Any]) -> None:
-        from ddpdoctor.trace.record import stack_file
-        from ddpdoctor.trace.stacks import request_dump
-
-        for rank, proc in alive.items():
-            text = request_dump(proc.pid, stack_file(run_dir, rank), wait_s=1.0)
-            if text:
-                stacks[rank] = text
-
-    return before_kill
+    return assemble(run_dir, job, outcome, stacks=dumps, launch_problems=found)
 
 
 def run(args: RunArgs) -> int:
@@ -133,7 +117,6 @@ def run(args: RunArgs) -> int:
     p = plan_run(args)
     json_path = args.launch.json_path
     live = LiveOutput(RunFolder(p.spec.run_dir), enabled=json_path != "-")
-    stacks: dict[int, str] = {}
     shown = args.target[1] if args.target[0] == "-m" else Path(args.target[0]).name
     title = f"ddpdoctor run {shown}"
     with launched(
@@ -141,8 +124,7 @@ def run(args: RunArgs) -> int:
         title,
         False,
         args.launch.ascii_only,
-        before_kill=_take_stacks(p.spec.run_dir, stacks),
-        judge=_judge_with(stacks),
+        judge=_judge,
         on_tick=live,
     ) as report:
         live()  # what rank 0 printed last

@@ -141,3 +141,13 @@ def test_ctrl_c_ends_the_run_with_where_every_rank_was(tmp_path: Path) -> None:
     wheres = [f for c in report["checks"] for f in c["findings"] if f.get("where")]
     assert any(Path(f["where"]["path"]).name == "clean_long_loop.py" for f in wheres), wheres
     assert leftovers(tmp_path / "run") == []
+
+
+def test_a_rank_spinning_in_python_is_named_at_its_line(tmp_path: Path) -> None:
+    code, output, report = finish(start(tmp_path, "spin_rank.py", "--timeout", "10"), tmp_path)
+    assert code == 1, output
+    assert found(report, "spin_rank.py") >= expected(FIXTURES / "spin_rank.py")
+    r1 = next(r for r in report["ranks"] if r["rank"] == 1)
+    assert r1["state"] == "hung" and "busy on the CPU" in r1["detail"]
+    assert any("spin_rank.py:15" in frame for frame in r1["stack"])
+    assert leftovers(tmp_path / "run") == []

@@ -1,0 +1,73 @@
+"""Every unfinished rank's Python stacks at a verdict, before anything is killed: each rank (worker
+or tracer) registered faulthandler for SIGUSR1, which writes all threads' stacks from its signal
+handler even while the main thread is blocked inside a C++ collective. One signal to every rank,
+then one short wait for all the files; a stopped (SIGSTOP) rank cannot answer and says so."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from ddpdoctor.report.model import RankState
+from ddpdoctor.runfiles import RunFolder
+
+DUMP_WAIT_S = 1.5
+SHOWN_FRAMES = 3
+
+
+def take(folder: RunFolder, alive: dict[int, Any], into: dict[int, str]) -> None:
+    """Ask every rank in `alive` ({rank: psutil.Process}) for its stacks; put what came back into
+    `into` ({rank: dump text})."""
+    from ddpdoctor.trace.stacks import DUMP_SIGNAL
+
+    before: dict[int, int] = {}
+    for rank, proc in alive.items():
+        path = folder.stack_file(rank)
+        before[rank] = path.stat().st_size if path.exists() else 0
+        try:
+            os.kill(proc.pid, DUMP_SIGNAL)
+        except (ProcessLookupError, PermissionError):
+            before.pop(rank)
+    deadline = time.monotonic() + DUMP_WAIT_S
+    pending = dict(before)
+    sizes: dict[int, int] = {}
+    while pending and time.monotonic() < deadline:
+        time.sleep(0.05)
+        for rank in list(pending):
+            path = folder.stack_file(rank)
+            size = path.stat().st_size if path.exists() else 0
+            if size > pending[rank] and sizes.get(rank) == size:  # grown, and done growing
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    fh.seek(pending.pop(rank))
+                    into[rank] = fh.read()
+            sizes[rank] = size
+
+
+def frames(text: str) -> list[str]:
+    """The main thread's frames, innermost first, as 'function (path:line)', torch's own left
+    out: where the rank's own code was (a probe's line, or the user's)."""
+    from ddpdoctor.trace.stacks import main_thread, parse_dump
+
+    thread = main_thread(parse_dump(text))
+    if thread is None:
+        return []
+    return [
+        f"{func} ({path}:{line})"
+        for path, line, func in thread.frames
+        if f"{os.sep}torch{os.sep}" not in path and not path.startswith("<")
+    ]
+
+
+def attach(states: list[RankState], dumps: dict[int, str]) -> None:
+    """Each rank with a dump keeps its frames, and a failed one says where it was."""
+    for st in states:
+        text = dumps.get(st.rank)
+        if not text:
+            continue
+        st.stack = frames(text)
+        if st.stack and st.state != "ok":
+            where = " ← ".join(st.stack[:SHOWN_FRAMES])
+            st.detail = f"{st.detail}; main thread in {where}" if st.detail else where
+        elif not st.stack and st.state != "ok":
+            st.detail += "; its stacks showed no frame outside torch"
