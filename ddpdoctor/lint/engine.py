@@ -8,9 +8,10 @@ import re
 from collections.abc import Callable, Iterable
 
 from ddpdoctor.lint import devices, grad_scaler, init_order, rank_zero, sampling, teardown
-from ddpdoctor.lint.files import collect_files
+from ddpdoctor.lint.files import collect_files, read_bytes
 from ddpdoctor.lint.finding import Hit, LintFinding
 from ddpdoctor.lint.index import ModuleIndex
+from ddpdoctor.lint.project import Project, find_root
 
 Check = Callable[[ModuleIndex], list[Hit]]
 
@@ -58,8 +59,11 @@ def _syntax_error(path: str, err: Exception) -> LintFinding:
     return LintFinding(path, line, max(col, 1), "DDL000", f"cannot parse: {reason}")
 
 
-def lint_source(source: str, path: str = "<string>") -> list[LintFinding]:
-    """All findings for one file's text, sorted, `# noqa` applied. Never raises on bad input."""
+def lint_source(
+    source: str, path: str = "<string>", project: Project | None = None
+) -> list[LintFinding]:
+    """All findings for one file's text, sorted, `# noqa` applied. Never raises on bad input.
+    With a project, calls into the project's other modules are followed (read, never run)."""
     try:
         tree = ast.parse(source, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
@@ -67,6 +71,9 @@ def lint_source(source: str, path: str = "<string>") -> list[LintFinding]:
     if not any(m in source for m in MARKERS):
         return []
     index = ModuleIndex(tree)
+    if project is not None:
+        index.path, index.project = path, project
+        project.remember(index, path)
     findings: set[LintFinding] = set()
     for check in CHECKS:
         try:
@@ -84,8 +91,7 @@ def lint_source(source: str, path: str = "<string>") -> list[LintFinding]:
 def read_source(path: str) -> str | LintFinding:
     """The file's text (honouring a PEP 263 coding line), or a DDL000 finding."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_bytes(path)
     except OSError as err:
         return LintFinding(path, 1, 1, "DDL000", f"cannot read: {err.strerror or err}")
     try:
@@ -98,17 +104,22 @@ def read_source(path: str) -> str | LintFinding:
         return LintFinding(path, 1, 1, "DDL000", f"cannot decode: {err}")
 
 
-def lint_files(files: Iterable[str]) -> list[LintFinding]:
+def lint_files(files: Iterable[str], root: str | None = None) -> list[LintFinding]:
+    """Lint these files as parts of one project under root (default: found from the files)."""
+    files = list(files)
+    project = Project(root or find_root(files)) if files else None
     findings: list[LintFinding] = []
     for path in files:
         source = read_source(path)
         if isinstance(source, LintFinding):
             findings.append(source)
         else:
-            findings.extend(lint_source(source, path))
+            findings.extend(lint_source(source, path, project))
     return findings
 
 
-def lint_paths(paths: Iterable[str]) -> list[LintFinding]:
-    """Lint files and folders (recursively, `.py` only, vendored/virtualenv folders skipped)."""
-    return lint_files(collect_files(paths))
+def lint_paths(paths: Iterable[str], root: str | None = None) -> list[LintFinding]:
+    """Lint files and folders (recursively, `.py` only, vendored/virtualenv folders skipped),
+    following imports into the project under root."""
+    paths = list(paths)
+    return lint_files(collect_files(paths), root or find_root(paths))

@@ -10,6 +10,7 @@ import ast
 from ddpdoctor.lint.finding import Hit
 from ddpdoctor.lint.guards import every_rank_call
 from ddpdoctor.lint.index import ModuleIndex, dotted, kwarg, last_name
+from ddpdoctor.lint.project import program_effects
 
 LOG_LEVELS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception"})
 PRINT_SILENCERS = ("setup_for_distributed", "init_distributed_mode", "suppress_output")
@@ -95,9 +96,13 @@ def _plain_loggers(index: ModuleIndex) -> set[str]:
 def _print_silenced(index: ModuleIndex) -> bool:
     """The script replaces print or stdout off rank 0 (`builtins.print = ...`,
     `sys.stdout = open(os.devnull, 'w')`) or calls a helper known to do so."""
-    return index.mentions(*PRINT_SILENCERS) or any(
-        k.endswith("builtin__.print") or k in ("builtins.print", "sys.stdout")
-        for k in index.bindings
+    return (
+        index.mentions(*PRINT_SILENCERS)
+        or any(
+            k.endswith("builtin__.print") or k in ("builtins.print", "sys.stdout")
+            for k in index.bindings
+        )
+        or "silence_print" in program_effects(index)
     )
 
 
