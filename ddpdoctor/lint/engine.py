@@ -7,7 +7,15 @@ import ast
 import re
 from collections.abc import Callable, Iterable
 
-from ddpdoctor.lint import devices, grad_scaler, init_order, rank_zero, sampling, teardown
+from ddpdoctor.lint import (
+    device_pins,
+    devices,
+    grad_scaler,
+    init_order,
+    rank_zero,
+    sampling,
+    teardown,
+)
 from ddpdoctor.lint.files import collect_files, read_bytes
 from ddpdoctor.lint.finding import Hit, LintFinding
 from ddpdoctor.lint.index import ModuleIndex
@@ -20,6 +28,7 @@ CHECKS: list[Check] = [
     sampling.check_missing_sampler,
     sampling.check_set_epoch,
     devices.check,
+    device_pins.check,
     grad_scaler.check,
     rank_zero.check,
     teardown.check,

@@ -158,7 +158,8 @@ class Project:
                 here = os.path.dirname(here)
         for base in bases:
             stem = os.path.join(base, *parts)
-            for cand in (stem + ".py", os.path.join(stem, "__init__.py")):
+            cands = (stem + ".py",) if parts else ()
+            for cand in (*cands, os.path.join(stem, "__init__.py")):
                 if self._inside(cand) and os.path.isfile(cand):
                     return cand
         return None

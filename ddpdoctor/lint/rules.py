@@ -118,4 +118,6 @@ def parse_codes(text: str | None, option: str) -> set[str] | None:
             known = ", ".join(r.code for r in RULES)
             raise UsageError(f"{option}: unknown rule code {part!r} (known: {known})")
         codes |= matched
+    if not codes and option == "--select":
+        raise UsageError(f"{option}: no rule code given (selecting nothing would always pass)")
     return codes

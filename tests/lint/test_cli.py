@@ -49,7 +49,7 @@ def test_json_validates_against_schema(tmp_path: Path) -> None:
     doc = json.loads(r.stdout)
     jsonschema.validate(doc, schema_for("lint"))
     assert doc["schema"] == "ddpdoctor.lint/1"
-    assert doc["files"] == len(list(FIXTURES.glob("*.py")))
+    assert doc["files"] == len(list(FIXTURES.rglob("*.py")))
     assert doc["counts"]["total"] == len(doc["findings"])
     first = doc["findings"][0]
     assert set(first) >= {"path", "line", "col", "code", "symbol", "message", "hint"}

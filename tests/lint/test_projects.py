@@ -1,0 +1,71 @@
+"""Cross-file analysis on small projects in tests/fixtures/lint/projects/: each folder is linted
+as a whole (its own --root) and every file's findings must be exactly the `# DDL00N` comments on
+its lines. The helpers live in other modules, reached by absolute, `from pkg import` and
+relative imports; nothing is imported or run."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from ddpdoctor.lint import lint_paths, lint_source
+
+PROJECTS = Path(__file__).parent.parent / "fixtures" / "lint" / "projects"
+EXPECT = re.compile(r"#.*?\b(DDL\d{3})\b")
+FOLDERS = sorted(p for p in PROJECTS.iterdir() if p.is_dir())
+
+
+def expected(folder: Path) -> list[tuple[str, int, str]]:
+    out = []
+    for path in sorted(folder.rglob("*.py")):
+        for lineno, line in enumerate(path.read_text().splitlines(), start=1):
+            rel = path.relative_to(folder).as_posix()
+            out.extend((rel, lineno, code) for code in EXPECT.findall(line))
+    return sorted(out)
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=[p.name for p in FOLDERS])
+def test_project(folder: Path) -> None:
+    found = sorted(
+        (Path(f.path).relative_to(folder).as_posix(), f.line, f.code)
+        for f in lint_paths([str(folder)], root=str(folder))
+    )
+    assert found == expected(folder)
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=[p.name for p in FOLDERS])
+def test_default_root_finds_the_same(folder: Path) -> None:
+    """Without --root the nearest pyproject.toml above is the root: the helpers are still found
+    (from the script's own folder, as `python script.py` would)."""
+    found = sorted(
+        (Path(f.path).relative_to(folder).as_posix(), f.line, f.code)
+        for f in lint_paths([str(folder)])
+    )
+    assert found == expected(folder)
+
+
+def test_the_same_script_alone_knows_nothing_of_the_helper() -> None:
+    """Without the project (a bare source string) the helper's init is invisible: the findings
+    above come from reading utils/dist.py, not from the script's text."""
+    script = (PROJECTS / "helper_init" / "train.py").read_text()
+    assert {f.code for f in lint_source(script, "train.py")} == set()
+
+
+def test_root_limits_what_is_read(tmp_path: Path) -> None:
+    """A helper outside --root is not read: the script is judged as if the helper were a
+    library (silent, the precision-first fallback); with the root one level up it is read."""
+    (tmp_path / "app").mkdir()
+    (tmp_path / "distutil.py").write_text(
+        "import torch.distributed as dist\n\ndef start():\n    dist.init_process_group('nccl')\n"
+    )
+    (tmp_path / "app" / "train.py").write_text(
+        "import torch\nfrom distutil import start\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n\n"
+        "if __name__ == '__main__':\n    start()\n    DDP(torch.nn.Linear(2, 2).cuda())\n"
+    )
+    app = str(tmp_path / "app")
+    assert lint_paths([app], root=app) == []
+    codes = sorted(f.code for f in lint_paths([app], root=str(tmp_path)))
+    assert codes == ["DDL004", "DDL007"]
