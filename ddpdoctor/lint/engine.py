@@ -73,12 +73,29 @@ def lint_source(
 ) -> list[LintFinding]:
     """All findings for one file's text, sorted, `# noqa` applied. Never raises on bad input.
     With a project, calls into the project's other modules are followed (read, never run)."""
+    notes: list[LintFinding] = []
     try:
         tree = ast.parse(source, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
-        return [_syntax_error(path, err)]
+        repaired = _repair_async_keyword(source)
+        tree = _try_parse(repaired, path) if repaired is not None else None
+        if tree is None:
+            return [_syntax_error(path, err)]
+        line = getattr(err, "lineno", None) or 1
+        notes.append(
+            LintFinding(
+                path,
+                line,
+                max(getattr(err, "offset", None) or 1, 1),
+                "DDL000",
+                "cannot parse on Python 3.7+: `async` is a reserved word, so `.cuda(async=True)` "
+                "is a syntax error (it is `non_blocking=True` now); the other rules ran on a "
+                "copy with that repaired",
+            )
+        )
+        source = repaired
     if not any(m in source for m in MARKERS):
-        return []
+        return notes
     index = ModuleIndex(tree)
     if project is not None:
         index.path, index.project = path, project
@@ -94,7 +111,26 @@ def lint_source(
             col = getattr(hit.node, "col_offset", 0) + 1
             findings.add(LintFinding(path, line, col, hit.code, hit.message))
     lines = source.splitlines()
-    return sorted(f for f in findings if not _suppressed(f, lines))
+    return sorted([*notes, *(f for f in findings if not _suppressed(f, lines))])
+
+
+ASYNC_KWARG = re.compile(r"(?<![\w.])async(\s*=)(?!=)")
+
+
+def _repair_async_keyword(source: str) -> str | None:
+    """Old scripts pass `async=True` (renamed `non_blocking` when `async` became a keyword):
+    a token-level repair lets the other rules still run. None when there is nothing to repair."""
+    if "async" not in source:
+        return None
+    repaired, count = ASYNC_KWARG.subn(r"non_blocking\1", source)
+    return repaired if count else None
+
+
+def _try_parse(source: str, path: str) -> ast.Module | None:
+    try:
+        return ast.parse(source, filename=path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def read_source(path: str) -> str | LintFinding:

@@ -172,7 +172,9 @@ class _InitOrder:
                 out.inits = True
                 continue
             if self.index.callee_name(call) == "destroy_process_group":
-                return _Summary(inits=True)
+                if not pending:
+                    return _Summary(inits=True)  # a group existed: a re-init follows
+                break  # what came before still needed a group
             label = self.use_label(call)
             if label is not None:
                 if not self.checks_initialized(call, scope):
