@@ -38,6 +38,8 @@ CHECKS: list[Check] = [
 # syntax errors) and stop there. This keeps linting a large tree close to the cost of parsing it.
 MARKERS = ("init_process_group", "DistributedDataParallel", "DistributedSampler", "GradScaler")
 MARKERS += ("DDP", "scaler", "FullyShardedDataParallel")
+# A script whose set-up is all in a helper module (`dist_util.setup_dist()`).
+MARKERS += ("init_dist", "setup_dist", "dist_init", "ddp_setup", "setup_ddp", "init_ddp")
 
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
 
