@@ -4,6 +4,7 @@ distributed or AMP training code, run the checks, apply `# noqa`, sort."""
 from __future__ import annotations
 
 import ast
+import gc
 import re
 from collections.abc import Callable, Iterable
 
@@ -71,13 +72,17 @@ def _syntax_error(path: str, err: Exception) -> LintFinding:
 
 
 def lint_source(
-    source: str, path: str = "<string>", project: Project | None = None
+    source: str,
+    path: str = "<string>",
+    project: Project | None = None,
+    tree: ast.Module | None = None,
 ) -> list[LintFinding]:
     """All findings for one file's text, sorted, `# noqa` applied. Never raises on bad input.
-    With a project, calls into the project's other modules are followed (read, never run)."""
+    With a project, calls into the project's other modules are followed (read, never run);
+    `tree` is the source already parsed."""
     notes: list[LintFinding] = []
     try:
-        tree = ast.parse(source, filename=path)
+        tree = tree or ast.parse(source, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
         repaired = _repair_async_keyword(source)
         tree = _try_parse(repaired, path) if repaired is not None else None
@@ -96,12 +101,13 @@ def lint_source(
             )
         )
         source = repaired
+    if project is not None:
+        project.remember(tree, path, source)
     if not any(m in source for m in MARKERS):
         return notes
     index = ModuleIndex(tree)
     if project is not None:
         index.path, index.project = path, project
-        project.remember(index, path)
     findings: set[LintFinding] = set()
     for check in CHECKS:
         try:
@@ -156,12 +162,20 @@ def lint_files(files: Iterable[str], root: str | None = None) -> list[LintFindin
     files = list(files)
     project = Project(root or find_root(files)) if files else None
     findings: list[LintFinding] = []
-    for path in files:
-        source = read_source(path)
-        if isinstance(source, LintFinding):
-            findings.append(source)
-        else:
-            findings.extend(lint_source(source, path, project))
+    # Trees and indexes hold no reference cycles (parents live in an id() map), so the cycle
+    # collector has nothing to find here; paused, it stops re-scanning every live tree.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for path in files:
+            source = read_source(path)
+            if isinstance(source, LintFinding):
+                findings.append(source)
+            else:
+                findings.extend(lint_source(source, path, project))
+    finally:
+        if was_enabled:
+            gc.enable()
     return findings
 
 

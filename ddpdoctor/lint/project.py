@@ -39,7 +39,8 @@ class FuncFacts:
 
 @dataclass
 class ModuleFacts:
-    """What the project needs of one module: its top-level functions and its import tables."""
+    """What the project needs of one module: its top-level functions' facts and its import
+    tables. No tree is kept: live trees make every garbage collection slower."""
 
     path: str
     functions: dict[str, FuncFacts]
@@ -58,49 +59,59 @@ def callee_ref(call: ast.Call) -> Ref | None:
     return None
 
 
-def _top_function(index: ModuleIndex, node: ast.AST) -> ast.AST | None:
-    """The module-level function (or method) whose body holds node, through nested defs."""
-    scope = index.scope_of(node)
-    found = None
-    while isinstance(scope, FUNC_TYPES):
-        found = scope
-        scope = index.scope_of(scope)
-    return found
+# A module without any of these words has no effect of its own; it is only read further when it
+# is a package's __init__ (re-exports). This keeps a large project cheap to follow.
+EFFECT_WORDS = ("init_process_group", "destroy_process_group", "set_device")
+EFFECT_WORDS += ("builtins.print", "builtin__.print", "sys.stdout")
 
 
-def facts_of(index: ModuleIndex, path: str) -> ModuleFacts:
-    """Per-function facts of a module, from its index (one pass over its calls)."""
-    functions: dict[str, FuncFacts] = {}
-    by_node: dict[int, FuncFacts] = {}
-    for name, defs in index.functions.items():
-        for f in defs:
-            if index.scope_of(f) is index.tree and not index.enclosing_class(f):
-                facts = functions.setdefault(name, FuncFacts())
-                by_node[id(f)] = facts
-    for call in index.calls:
-        top = _top_function(index, call)
-        facts = by_node.get(id(top)) if top is not None else None
-        if facts is None:
-            continue
-        effect = DIRECT.get(index.callee_name(call))
-        if effect:
-            facts.direct.add(effect)
-            continue
-        local = index.resolve_call(call)
-        if local:
-            facts.local.update(f.name for f in local if id(f) in by_node)
-            continue
-        ref = callee_ref(call)
-        if ref is not None:
-            facts.external.append(ref)
-    for key in PRINT_TARGETS:
-        for scope, _ in index.bindings.get(key, ()):
-            top = scope if isinstance(scope, FUNC_TYPES) else None
-            while top is not None and isinstance(index.scope_of(top), FUNC_TYPES):
-                top = index.scope_of(top)
-            if top is not None and id(top) in by_node:
-                by_node[id(top)].direct.add("silence_print")
-    return ModuleFacts(path, functions, dict(index.from_imports), dict(index.module_imports))
+def _imports(tree: ast.Module) -> tuple[dict[str, tuple[str, int, str]], dict[str, str]]:
+    """The module-level import tables: `from m import x` and `import m` / `import m.sub as x`."""
+    froms: dict[str, tuple[str, int, str]] = {}
+    modules: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                froms[a.asname or a.name] = (node.module or "", node.level, a.name)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    modules[a.asname] = a.name
+                else:
+                    modules[a.name.split(".", 1)[0]] = a.name.split(".", 1)[0]
+    return froms, modules
+
+
+def facts_of(tree: ast.Module, path: str, with_functions: bool = True) -> ModuleFacts:
+    """A module's import tables and, when it has effect words, its top-level functions' facts."""
+    froms, modules = _imports(tree)
+    mod = ModuleFacts(path, {}, froms, modules)
+    if with_functions:
+        defs = [n for n in tree.body if isinstance(n, FUNC_TYPES)]
+        names = {d.name for d in defs}
+        for func in defs:
+            mod.functions[func.name] = _function_facts(func, names, mod)
+    return mod
+
+
+def _function_facts(func: ast.AST, names: set[str], mod: ModuleFacts) -> FuncFacts:
+    """One walk of a function's body: its direct effects, local callees, imported callees."""
+    facts = FuncFacts()
+    imported = mod.from_imports.keys() | mod.module_imports.keys()
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call):
+            callee = node.func
+            last = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
+            effect = DIRECT.get(last)
+            if effect:
+                facts.direct.add(effect)
+            elif isinstance(callee, ast.Name) and callee.id in names:
+                facts.local.add(callee.id)
+            elif (ref := callee_ref(node)) is not None and ref[1].split(".", 1)[0] in imported:
+                facts.external.append(ref)
+        elif isinstance(node, ast.Assign) and any(dotted(t) in PRINT_TARGETS for t in node.targets):
+            facts.direct.add("silence_print")
+    return facts
 
 
 def find_root(paths: list[str]) -> str:
@@ -118,6 +129,10 @@ def find_root(paths: list[str]) -> str:
         if up == here:
             return common
         here = up
+
+
+def _has_effect_words(data: bytes) -> bool:
+    return any(w.encode() in data for w in EFFECT_WORDS)
 
 
 class Project:
@@ -173,17 +188,21 @@ class Project:
         if unreadable_reason(path) is not None:
             return None
         try:
-            tree = ast.parse(read_bytes(path), filename=path)
+            data = read_bytes(path)
+            if not _has_effect_words(data) and not path.endswith("__init__.py"):
+                return ModuleFacts(path, {}, {}, {})  # no effect words: nothing to follow
+            tree = ast.parse(data, filename=path)
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-        index = ModuleIndex(tree)
-        return facts_of(index, path)
+        return facts_of(tree, path)
 
-    def remember(self, index: ModuleIndex, path: str) -> None:
-        """Keep the facts of a file the engine parsed anyway, so an import of it costs nothing."""
+    def remember(self, tree: ast.Module, path: str, source: str) -> None:
+        """Keep the facts of a file the engine parsed anyway, so an import of it costs nothing.
+        A file without effect words keeps only its imports (they may re-export one)."""
         key = os.path.abspath(path)
         if key not in self._facts:
-            self._facts[key] = facts_of(index, key)
+            words = any(w in source for w in EFFECT_WORDS)
+            self._facts[key] = facts_of(tree, key, with_functions=words)
 
     # -- functions ----------------------------------------------------------------------------
     def resolve(self, mod: ModuleFacts, ref: Ref, depth: int = 0) -> tuple[ModuleFacts, str] | None:
@@ -251,9 +270,8 @@ def external_effects(index: ModuleIndex, call: ast.Call) -> frozenset[str] | Non
         head = ref[1].split(".", 1)[0]
         if head not in index.module_imports and head not in index.from_imports:
             return None
-    mod = project.facts(os.path.abspath(index.path))
-    if mod is None:
-        return None
+    here = os.path.abspath(index.path)
+    mod = project.facts(here) or ModuleFacts(here, {}, index.from_imports, index.module_imports)
     found = project.resolve(mod, ref)
     return None if found is None else project.effects(found[0], found[1])
 

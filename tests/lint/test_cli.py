@@ -104,6 +104,7 @@ def test_noqa_in_a_file(tmp_path: Path) -> None:
         ("--format", "xml", CLEAN),
         ("--no-such-option", CLEAN),
         ("-o", "/no/such/folder/report.json", CLEAN),
+        ("--root", "/no/such/folder", CLEAN),
         (),
     ],
 )
