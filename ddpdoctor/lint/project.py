@@ -270,8 +270,10 @@ def external_effects(index: ModuleIndex, call: ast.Call) -> frozenset[str] | Non
         head = ref[1].split(".", 1)[0]
         if head not in index.module_imports and head not in index.from_imports:
             return None
+    # This file's own import tables, from its index: the project's facts of it may be the
+    # empty ones of a file without effect words, read earlier as someone's import.
     here = os.path.abspath(index.path)
-    mod = project.facts(here) or ModuleFacts(here, {}, index.from_imports, index.module_imports)
+    mod = ModuleFacts(here, {}, index.from_imports, index.module_imports)
     found = project.resolve(mod, ref)
     return None if found is None else project.effects(found[0], found[1])
 

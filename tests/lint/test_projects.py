@@ -69,3 +69,49 @@ def test_root_limits_what_is_read(tmp_path: Path) -> None:
     assert lint_paths([app], root=app) == []
     codes = sorted(f.code for f in lint_paths([app], root=str(tmp_path)))
     assert codes == ["DDL004", "DDL007"]
+
+
+def test_cli_root_option(tmp_path: Path) -> None:
+    """`ddpdoctor lint --root DIR`: the same helper read or not, through the command line."""
+    import subprocess
+    import sys
+
+    (tmp_path / "app").mkdir()
+    (tmp_path / "distutil.py").write_text(
+        "import torch.distributed as dist\n\ndef start():\n    dist.init_process_group('nccl')\n"
+    )
+    (tmp_path / "app" / "train.py").write_text(
+        "import torch\nfrom distutil import start\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n\n"
+        "if __name__ == '__main__':\n    start()\n    DDP(torch.nn.Linear(2, 2).cuda())\n"
+    )
+    app = str(tmp_path / "app")
+
+    def run(root: str) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "-m", "ddpdoctor", "lint", "--root", root, app]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+
+    assert run(app).returncode == 0
+    wide = run(str(tmp_path))
+    assert wide.returncode == 1
+    assert "train.py:7:9: DDL004" in wide.stdout and "(set up through start())" in wide.stdout
+
+
+def test_order_of_files_does_not_matter(tmp_path: Path) -> None:
+    """A script first read as another script's import (and found to hold no set-up words)
+    is still judged in full when its own turn comes."""
+    (tmp_path / "helpers.py").write_text(
+        "import torch.distributed as dist\n\ndef init_distributed_mode():\n"
+        "    dist.init_process_group('nccl')\n"
+    )
+    (tmp_path / "b_eval.py").write_text(
+        "import helpers\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n\n"
+        "def extract(model):\n    return DDP(model)\n\n"
+        "if __name__ == '__main__':\n    helpers.init_distributed_mode()\n"
+    )
+    (tmp_path / "a_copy.py").write_text(
+        "from b_eval import extract  # reads b_eval.py first: it names DDP\n\nextract(None)\n"
+    )
+    together = [(Path(f.path).name, f.code) for f in lint_paths([str(tmp_path)])]
+    alone = [(Path(f.path).name, f.code) for f in lint_paths([str(tmp_path / "b_eval.py")])]
+    assert together == alone == [("b_eval.py", "DDL007")]
