@@ -94,9 +94,27 @@ def _mapped_in_another_branch(index: ModuleIndex, call: ast.Call) -> bool:
 
 
 def _loads_state(index: ModuleIndex, call: ast.Call) -> bool:
-    """The file restores modules or optimizers (`load_state_dict`): a checkpoint, whose tensors
-    were saved from a GPU. Loading plain tensors or features is left alone."""
-    return bool(index.calls_by_name.get("load_state_dict"))
+    """The loaded value restores a module or optimizer (`model.load_state_dict(ckpt["model"])`,
+    directly or through the name it is stored under): a checkpoint, whose tensors were saved
+    from a GPU. Loading plain tensors (a table of word frequencies, features) is left alone."""
+    parent = index.parent(call)
+    while isinstance(parent, ast.Subscript):
+        parent = index.parent(parent)
+    if isinstance(parent, ast.Call) and index.callee_name(parent) == "load_state_dict":
+        return True
+    names: set[str] = set()
+    if isinstance(parent, ast.Assign):
+        names = {d for t in parent.targets if (d := dotted(t))}
+    if not names:
+        return False
+    scope = index.scope_of(call)
+    for restore in index.calls_named("load_state_dict"):
+        if index.scope_of(restore) is not scope:
+            continue
+        for arg in ast.walk(ast.Tuple(elts=list(restore.args), ctx=ast.Load())):
+            if isinstance(arg, (ast.Name, ast.Attribute)) and dotted(arg) in names:
+                return True
+    return False
 
 
 def _several_devices(index: ModuleIndex) -> list[Hit]:
