@@ -274,7 +274,7 @@ def check(index: ModuleIndex) -> list[Hit]:
         scopes[id(scope)] = scope
     all_events: list[_Event] = []
     for scope in scopes.values():
-        events = [e for c in calls_in_order(index, list(scope.body)) if (e := _event(index, c))]
+        events = [e for c in calls_in_order(index, scope) if (e := _event(index, c))]
         all_events.extend(events)
         hits.extend(_StepOrder(index, events).hits())
     return hits + _step_without_update(index, all_events)

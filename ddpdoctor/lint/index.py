@@ -493,15 +493,17 @@ def position(node: ast.AST) -> tuple[int, int]:
     return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
 
 
-def calls_in_order(index: ModuleIndex, nodes: list[ast.AST]) -> list[ast.Call]:
-    """The calls inside these nodes in source order, skipping nested function bodies."""
+def calls_in_order(index: ModuleIndex, scope: ast.AST) -> list[ast.Call]:
+    """The calls a function (or the module) runs itself, in source order: not those in the
+    bodies of nested functions, classes or lambdas. Read from the index, not a new walk."""
     found: list[ast.Call] = []
-    stack = list(nodes)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (*FUNC_TYPES, ast.ClassDef, ast.Lambda)):
-            continue
-        if isinstance(node, ast.Call):
-            found.append(node)
-        stack.extend(ast.iter_child_nodes(node))
+    parents = index.parents
+    for call in index.calls_by_scope.get(id(scope), ()):
+        p = parents.get(id(call))
+        while p is not None and p is not scope:
+            if isinstance(p, (ast.ClassDef, ast.Lambda)):
+                break
+            p = parents.get(id(p))
+        else:
+            found.append(call)
     return sorted(found, key=position)

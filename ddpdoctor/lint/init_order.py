@@ -165,7 +165,7 @@ class _InitOrder:
         if self.decorated_init(scope):
             return _Summary(inits=True)
         pending: list[Hit] = []
-        for call in calls_in_order(self.index, list(scope.body)):
+        for call in calls_in_order(self.index, scope):
             if out.inits:
                 break
             if self.is_init(call):

@@ -94,11 +94,29 @@ def facts_of(tree: ast.Module, path: str, with_functions: bool = True) -> Module
     return mod
 
 
+def _nodes(root: ast.AST) -> list[ast.AST]:
+    """Every node under root: a plain stack over `_fields`, several times faster than ast.walk
+    (no generator per node)."""
+    out: list[ast.AST] = []
+    stack = [root]
+    node_type = ast.AST
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                stack.extend(v for v in value if isinstance(v, node_type))
+            elif isinstance(value, node_type):
+                stack.append(value)
+    return out
+
+
 def _function_facts(func: ast.AST, names: set[str], mod: ModuleFacts) -> FuncFacts:
     """One walk of a function's body: its direct effects, local callees, imported callees."""
     facts = FuncFacts()
     imported = mod.from_imports.keys() | mod.module_imports.keys()
-    for node in ast.walk(func):
+    for node in _nodes(func):
         if isinstance(node, ast.Call):
             callee = node.func
             last = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")

@@ -6,6 +6,8 @@ relative imports; nothing is imported or run."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,9 +55,8 @@ def test_the_same_script_alone_knows_nothing_of_the_helper() -> None:
     assert {f.code for f in lint_source(script, "train.py")} == set()
 
 
-def test_root_limits_what_is_read(tmp_path: Path) -> None:
-    """A helper outside --root is not read: the script is judged as if the helper were a
-    library (silent, the precision-first fallback); with the root one level up it is read."""
+def helper_one_level_up(tmp_path: Path) -> str:
+    """app/train.py calls start() from distutil.py, which sits one folder above app/."""
     (tmp_path / "app").mkdir()
     (tmp_path / "distutil.py").write_text(
         "import torch.distributed as dist\n\ndef start():\n    dist.init_process_group('nccl')\n"
@@ -65,7 +66,13 @@ def test_root_limits_what_is_read(tmp_path: Path) -> None:
         "from torch.nn.parallel import DistributedDataParallel as DDP\n\n"
         "if __name__ == '__main__':\n    start()\n    DDP(torch.nn.Linear(2, 2).cuda())\n"
     )
-    app = str(tmp_path / "app")
+    return str(tmp_path / "app")
+
+
+def test_root_limits_what_is_read(tmp_path: Path) -> None:
+    """A helper outside --root is not read: the script is judged as if the helper were a
+    library (silent, the precision-first fallback); with the root one level up it is read."""
+    app = helper_one_level_up(tmp_path)
     assert lint_paths([app], root=app) == []
     codes = sorted(f.code for f in lint_paths([app], root=str(tmp_path)))
     assert codes == ["DDL004", "DDL007"]
@@ -73,19 +80,7 @@ def test_root_limits_what_is_read(tmp_path: Path) -> None:
 
 def test_cli_root_option(tmp_path: Path) -> None:
     """`ddpdoctor lint --root DIR`: the same helper read or not, through the command line."""
-    import subprocess
-    import sys
-
-    (tmp_path / "app").mkdir()
-    (tmp_path / "distutil.py").write_text(
-        "import torch.distributed as dist\n\ndef start():\n    dist.init_process_group('nccl')\n"
-    )
-    (tmp_path / "app" / "train.py").write_text(
-        "import torch\nfrom distutil import start\n"
-        "from torch.nn.parallel import DistributedDataParallel as DDP\n\n"
-        "if __name__ == '__main__':\n    start()\n    DDP(torch.nn.Linear(2, 2).cuda())\n"
-    )
-    app = str(tmp_path / "app")
+    app = helper_one_level_up(tmp_path)
 
     def run(root: str) -> subprocess.CompletedProcess:
         cmd = [sys.executable, "-m", "ddpdoctor", "lint", "--root", root, app]
