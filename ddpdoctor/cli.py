@@ -11,7 +11,6 @@ import typer
 
 from ddpdoctor import __version__
 from ddpdoctor.errors import EXIT_INTERNAL, EXIT_USAGE, DoctorError, UsageError, printable
-from ddpdoctor.lint.command import lint as lint_command
 from ddpdoctor.options import (
     AsciiOpt,
     BackendOpt,
@@ -40,8 +39,6 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-
-app.command("lint")(lint_command)
 
 
 def _launch_args(params: dict[str, Any]) -> Any:
@@ -189,6 +186,49 @@ def bench_allreduce(
         )
     )
     raise typer.Exit(code)
+
+
+@app.command()
+def lint(
+    paths: Annotated[
+        list[str],
+        typer.Argument(metavar="PATH", help="Python files or folders to lint.", show_default=False),
+    ],
+    output_format: Annotated[
+        str, typer.Option("--format", "-f", metavar="FORMAT", help="text | json | sarif.")
+    ] = "text",
+    select: Annotated[
+        str | None,
+        typer.Option(
+            "--select",
+            metavar="CODES",
+            help="Only these rule codes (comma-separated; prefixes work).",
+        ),
+    ] = None,
+    ignore: Annotated[
+        str | None,
+        typer.Option("--ignore", metavar="CODES", help="Skip these rule codes (comma-separated)."),
+    ] = None,
+    output: Annotated[
+        str | None,
+        typer.Option("--output", "-o", metavar="PATH", help="Write the report here, not stdout."),
+    ] = None,
+    root: Annotated[
+        str | None,
+        typer.Option(
+            "--root",
+            metavar="DIR",
+            help="The project whose imports are followed (default: the nearest folder above "
+            "the paths with pyproject.toml or .git, else their common folder).",
+        ),
+    ] = None,
+    debug: DebugOpt = False,
+) -> None:
+    """Find DDP mistakes in training scripts without running them (pure static analysis)."""
+    from ddpdoctor.lint import command
+
+    args = command.LintArgs(paths, output_format, select, ignore, output, root)
+    raise typer.Exit(command.run(args))
 
 
 @app.command()

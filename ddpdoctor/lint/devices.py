@@ -16,6 +16,7 @@ from ddpdoctor.lint.index import (
     last_name,
     position,
 )
+from ddpdoctor.lint.project import program_effects
 
 MOVES = ("to", "cuda", "to_empty")
 
@@ -145,8 +146,10 @@ def _global_rank_as_device(index: ModuleIndex) -> list[Hit]:
 
 
 def _bare_cuda_without_set_device(index: ModuleIndex) -> list[Hit]:
-    if not index.init_calls or index.calls_by_name.get("set_device") or index.uses_framework:
+    if not index.all_init_calls or index.calls_by_name.get("set_device") or index.uses_framework:
         return []
+    if "set_device" in program_effects(index):
+        return []  # a helper of the project (init_distributed_mode) picks the GPU
     if "CUDA_VISIBLE_DEVICES" in index.strings:
         return []
     names = [n.lower() for n in index.calls_by_name]

@@ -4,13 +4,23 @@ distributed or AMP training code, run the checks, apply `# noqa`, sort."""
 from __future__ import annotations
 
 import ast
+import gc
 import re
 from collections.abc import Callable, Iterable
 
-from ddpdoctor.lint import devices, grad_scaler, init_order, rank_zero, sampling, teardown
-from ddpdoctor.lint.files import collect_files
+from ddpdoctor.lint import (
+    device_pins,
+    devices,
+    grad_scaler,
+    init_order,
+    rank_zero,
+    sampling,
+    teardown,
+)
+from ddpdoctor.lint.files import collect_files, read_bytes
 from ddpdoctor.lint.finding import Hit, LintFinding
 from ddpdoctor.lint.index import ModuleIndex
+from ddpdoctor.lint.project import Project, find_root
 
 Check = Callable[[ModuleIndex], list[Hit]]
 
@@ -19,6 +29,7 @@ CHECKS: list[Check] = [
     sampling.check_missing_sampler,
     sampling.check_set_epoch,
     devices.check,
+    device_pins.check,
     grad_scaler.check,
     rank_zero.check,
     teardown.check,
@@ -28,6 +39,8 @@ CHECKS: list[Check] = [
 # syntax errors) and stop there. This keeps linting a large tree close to the cost of parsing it.
 MARKERS = ("init_process_group", "DistributedDataParallel", "DistributedSampler", "GradScaler")
 MARKERS += ("DDP", "scaler", "FullyShardedDataParallel")
+# A script whose set-up is all in a helper module (`dist_util.setup_dist()`).
+MARKERS += ("init_dist", "setup_dist", "dist_init", "ddp_setup", "setup_ddp", "init_ddp")
 
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
 
@@ -58,15 +71,43 @@ def _syntax_error(path: str, err: Exception) -> LintFinding:
     return LintFinding(path, line, max(col, 1), "DDL000", f"cannot parse: {reason}")
 
 
-def lint_source(source: str, path: str = "<string>") -> list[LintFinding]:
-    """All findings for one file's text, sorted, `# noqa` applied. Never raises on bad input."""
+def lint_source(
+    source: str,
+    path: str = "<string>",
+    project: Project | None = None,
+    tree: ast.Module | None = None,
+) -> list[LintFinding]:
+    """All findings for one file's text, sorted, `# noqa` applied. Never raises on bad input.
+    With a project, calls into the project's other modules are followed (read, never run);
+    `tree` is the source already parsed."""
+    notes: list[LintFinding] = []
     try:
-        tree = ast.parse(source, filename=path)
+        tree = tree or ast.parse(source, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
-        return [_syntax_error(path, err)]
+        repaired = _repair_async_keyword(source)
+        tree = _try_parse(repaired, path) if repaired is not None else None
+        if tree is None:
+            return [_syntax_error(path, err)]
+        line = getattr(err, "lineno", None) or 1
+        notes.append(
+            LintFinding(
+                path,
+                line,
+                max(getattr(err, "offset", None) or 1, 1),
+                "DDL000",
+                "cannot parse on Python 3.7+: `async` is a reserved word, so `.cuda(async=True)` "
+                "is a syntax error (it is `non_blocking=True` now); the other rules ran on a "
+                "copy with that repaired",
+            )
+        )
+        source = repaired
+    if project is not None:
+        project.remember(tree, path, source)
     if not any(m in source for m in MARKERS):
-        return []
+        return notes
     index = ModuleIndex(tree)
+    if project is not None:
+        index.path, index.project = path, project
     findings: set[LintFinding] = set()
     for check in CHECKS:
         try:
@@ -78,14 +119,32 @@ def lint_source(source: str, path: str = "<string>") -> list[LintFinding]:
             col = getattr(hit.node, "col_offset", 0) + 1
             findings.add(LintFinding(path, line, col, hit.code, hit.message))
     lines = source.splitlines()
-    return sorted(f for f in findings if not _suppressed(f, lines))
+    return sorted([*notes, *(f for f in findings if not _suppressed(f, lines))])
+
+
+ASYNC_KWARG = re.compile(r"(?<![\w.])async(\s*=)(?!=)")
+
+
+def _repair_async_keyword(source: str) -> str | None:
+    """Old scripts pass `async=True` (renamed `non_blocking` when `async` became a keyword):
+    a token-level repair lets the other rules still run. None when there is nothing to repair."""
+    if "async" not in source:
+        return None
+    repaired, count = ASYNC_KWARG.subn(r"non_blocking\1", source)
+    return repaired if count else None
+
+
+def _try_parse(source: str, path: str) -> ast.Module | None:
+    try:
+        return ast.parse(source, filename=path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def read_source(path: str) -> str | LintFinding:
     """The file's text (honouring a PEP 263 coding line), or a DDL000 finding."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_bytes(path)
     except OSError as err:
         return LintFinding(path, 1, 1, "DDL000", f"cannot read: {err.strerror or err}")
     try:
@@ -98,17 +157,30 @@ def read_source(path: str) -> str | LintFinding:
         return LintFinding(path, 1, 1, "DDL000", f"cannot decode: {err}")
 
 
-def lint_files(files: Iterable[str]) -> list[LintFinding]:
+def lint_files(files: Iterable[str], root: str | None = None) -> list[LintFinding]:
+    """Lint these files as parts of one project under root (default: found from the files)."""
+    files = list(files)
+    project = Project(root or find_root(files)) if files else None
     findings: list[LintFinding] = []
-    for path in files:
-        source = read_source(path)
-        if isinstance(source, LintFinding):
-            findings.append(source)
-        else:
-            findings.extend(lint_source(source, path))
+    # Trees and indexes hold no reference cycles (parents live in an id() map), so the cycle
+    # collector has nothing to find here; paused, it stops re-scanning every live tree.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for path in files:
+            source = read_source(path)
+            if isinstance(source, LintFinding):
+                findings.append(source)
+            else:
+                findings.extend(lint_source(source, path, project))
+    finally:
+        if was_enabled:
+            gc.enable()
     return findings
 
 
-def lint_paths(paths: Iterable[str]) -> list[LintFinding]:
-    """Lint files and folders (recursively, `.py` only, vendored/virtualenv folders skipped)."""
-    return lint_files(collect_files(paths))
+def lint_paths(paths: Iterable[str], root: str | None = None) -> list[LintFinding]:
+    """Lint files and folders (recursively, `.py` only, vendored/virtualenv folders skipped),
+    following imports into the project under root."""
+    paths = list(paths)
+    return lint_files(collect_files(paths), root or find_root(paths))

@@ -190,6 +190,35 @@ class _StepOrder:
                     f"unscale_ runs on every pass of the loop on line {extra[-1].lineno} but "
                     f"step only after it: unscale_ twice per step raises",
                 )
+            gate = self.accumulation_gate(u.call, s.call)
+            if gate is not None:
+                return Hit(
+                    u.call,
+                    "DDL005",
+                    f"unscale_ runs on every micro-step but step only when the test on line "
+                    f"{gate.lineno} passes: the second unscale_ before a step raises",
+                )
+        return None
+
+    def accumulation_gate(self, u: ast.Call, s: ast.Call) -> ast.If | None:
+        """`if (i + 1) % accum == 0: scaler.step(...)` in the same loop as an unconditional
+        unscale_: gradient accumulation that unscales every micro-step."""
+        loops = self.index.enclosing_loops(s)
+        if not loops or loops[0] not in self.index.enclosing_loops(u):
+            return None
+        u_ancestors = {id(a) for a in self.index.ancestors(u)}
+        for anc in self.index.ancestors(s):
+            if anc is loops[0]:
+                break
+            if (
+                isinstance(anc, ast.If)
+                and id(anc) not in u_ancestors
+                and any(
+                    isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
+                    for n in ast.walk(anc.test)
+                )
+            ):
+                return anc
         return None
 
 
@@ -245,7 +274,7 @@ def check(index: ModuleIndex) -> list[Hit]:
         scopes[id(scope)] = scope
     all_events: list[_Event] = []
     for scope in scopes.values():
-        events = [e for c in calls_in_order(index, list(scope.body)) if (e := _event(index, c))]
+        events = [e for c in calls_in_order(index, scope) if (e := _event(index, c))]
         all_events.extend(events)
         hits.extend(_StepOrder(index, events).hits())
     return hits + _step_without_update(index, all_events)

@@ -145,6 +145,8 @@ def guarded_locally(index: ModuleIndex, node: ast.AST) -> bool:
             in_body = child is anc.body or (isinstance(anc.body, list) and child in anc.body)
             if implies_rank0(anc.test, negated=not in_body):
                 return True
+            if in_body and _rank0_flag(index, anc.test):
+                return True
         elif isinstance(anc, ast.BoolOp) and isinstance(anc.op, ast.And):
             for v in anc.values:
                 if v is child:
@@ -157,6 +159,19 @@ def guarded_locally(index: ModuleIndex, node: ast.AST) -> bool:
     scope = index.scope_of(node)
     body = getattr(scope, "body", [])
     return _after_early_exit_in(body, child)
+
+
+def _rank0_flag(index: ModuleIndex, test: ast.AST) -> bool:
+    """`if args.save_logs:` where every assignment of the flag is itself a rank-0 test
+    (`args.save_logs = args.logs and is_master(args)`); also as one operand of an `and`."""
+    atoms = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    for atom in atoms:
+        if not isinstance(atom, (ast.Name, ast.Attribute)):
+            continue
+        values = index.values_of(dotted(atom) or "", atom)
+        if values and all(isinstance(v, ast.expr) and implies_rank0(v) for v in values):
+            return True
+    return False
 
 
 def _after_early_exit(container: ast.AST, child: ast.AST) -> bool:

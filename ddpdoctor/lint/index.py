@@ -84,6 +84,12 @@ class ModuleIndex:
         self.returns: list[ast.Return] = []
         self.loops: list[ast.AST] = []
         self.aliases: dict[str, str] = {}
+        # For following the project's own imports: local name -> (module, level, name) for
+        # `from m import name`, local name -> module for `import m` / `import m.sub as x`.
+        self.from_imports: dict[str, tuple[str, int, str]] = {}
+        self.module_imports: dict[str, str] = {}
+        self.path: str | None = None  # set by the engine
+        self.project = None  # a Project when linting with cross-file reading
         self.name_loads: set[str] = set()
         self.attr_names: set[str] = set()
         self.strings: list[str] = []
@@ -148,9 +154,14 @@ class ModuleIndex:
                 for a in node.names:
                     if a.asname:
                         self.aliases[a.asname] = a.name
+                        self.module_imports[a.asname] = a.name
+                    else:
+                        head = a.name.split(".", 1)[0]
+                        self.module_imports[head] = head
             elif t is ast.ImportFrom:
                 for a in node.names:
                     self.aliases[a.asname or a.name] = f"{node.module or ''}.{a.name}"
+                    self.from_imports[a.asname or a.name] = (node.module or "", node.level, a.name)
             elif t is ast.Constant:
                 if type(node.value) is str and len(node.value) < 64:
                     self.strings.append(node.value)
@@ -240,9 +251,25 @@ class ModuleIndex:
         return self.calls_named(*WRAPPER_NAMES)
 
     @cached_property
+    def all_init_calls(self) -> list[ast.Call]:
+        """init_process_group here, and calls into the project's own modules that run it
+        (`utils.init_distributed_mode(args)`)."""
+        from ddpdoctor.lint.project import external_init_calls
+
+        return sorted(self.init_calls + external_init_calls(self), key=position)
+
+    @cached_property
     def is_ddp_script(self) -> bool:
         """The file sets up or uses data-parallel training itself."""
-        return bool(self.init_calls or self.wrapper_calls)
+        return bool(self.all_init_calls or self.wrapper_calls)
+
+    @cached_property
+    def calls_by_scope(self) -> dict[int, list[ast.Call]]:
+        """id(function or module) -> the calls directly in its body."""
+        out: dict[int, list[ast.Call]] = defaultdict(list)
+        for call in self.calls:
+            out[id(self.scope_of(call))].append(call)
+        return out
 
     @cached_property
     def uses_framework(self) -> bool:
@@ -297,7 +324,11 @@ class ModuleIndex:
         if isinstance(func, ast.Name):
             if func.id in self.classes:
                 return self._methods_of(self.classes[func.id], "__init__")
-            return [f for f in self.functions.get(func.id, ()) if not self.enclosing_class(f)]
+            return [
+                f
+                for f in self.functions.get(func.id, ())
+                if not self.enclosing_class(f) and self._visible_from(f, call)
+            ]
         if isinstance(func, ast.Attribute):
             methods = [f for f in self.functions.get(func.attr, ()) if self.enclosing_class(f)]
             if not methods:
@@ -313,6 +344,19 @@ class ModuleIndex:
                 return self._methods_of(self.classes[recv], func.attr)
             return self._methods_on(func.value, func.attr, methods)
         return []
+
+    def _visible_from(self, func: ast.AST, call: ast.Call) -> bool:
+        """A function defined inside another one (the `print` override of
+        setup_for_distributed) is a local name there, not a global one."""
+        home = self.scope_of(func)
+        if home is self.tree:
+            return True
+        scope = self.scope_of(call)
+        while scope is not self.tree:
+            if scope is home:
+                return True
+            scope = self.scope_of(scope)
+        return False
 
     def _methods_of(self, cls: ast.ClassDef, name: str) -> list[ast.AST]:
         return [f for f in self.functions.get(name, ()) if self.enclosing_class(f) is cls]
@@ -358,13 +402,27 @@ class ModuleIndex:
         """Functions that start a run though nothing here calls them: `main`, spawned workers,
         and functions handed to a call at module level (`fire.Fire(train)`)."""
         entries = set(self.spawn_targets)
-        entries.update(f for f in self.functions.get("main", ()) if not self.enclosing_class(f))
+        # `main` only when nothing here calls it: a main() called from the __main__ block
+        # runs in the order that block gives it (an init there before main() covers main).
+        entries.update(
+            f
+            for f in self.functions.get("main", ())
+            if not self.enclosing_class(f) and f not in self.call_sites
+        )
         for call in self.calls:
-            if self.scope_of(call) is not self.tree:
+            # `fire.Fire(train)`: a library call at module level handed one of our functions.
+            # Not a call of our own (`trainer.fit(model)`) and not one repeated in a loop.
+            if self.scope_of(call) is not self.tree or self.resolve_call(call):
+                continue
+            if self.in_loop(call):
                 continue
             for arg in call.args:
                 if isinstance(arg, ast.Name):
-                    entries.update(self.functions.get(arg.id, ()))
+                    entries.update(
+                        f
+                        for f in self.functions.get(arg.id, ())
+                        if self.scope_of(f) is self.tree and not self.enclosing_class(f)
+                    )
         return entries
 
     def closure(self, seeds: set[ast.AST]) -> set[ast.AST]:
@@ -435,15 +493,17 @@ def position(node: ast.AST) -> tuple[int, int]:
     return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
 
 
-def calls_in_order(index: ModuleIndex, nodes: list[ast.AST]) -> list[ast.Call]:
-    """The calls inside these nodes in source order, skipping nested function bodies."""
+def calls_in_order(index: ModuleIndex, scope: ast.AST) -> list[ast.Call]:
+    """The calls a function (or the module) runs itself, in source order: not those in the
+    bodies of nested functions, classes or lambdas. Read from the index, not a new walk."""
     found: list[ast.Call] = []
-    stack = list(nodes)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (*FUNC_TYPES, ast.ClassDef, ast.Lambda)):
-            continue
-        if isinstance(node, ast.Call):
-            found.append(node)
-        stack.extend(ast.iter_child_nodes(node))
+    parents = index.parents
+    for call in index.calls_by_scope.get(id(scope), ()):
+        p = parents.get(id(call))
+        while p is not None and p is not scope:
+            if isinstance(p, (ast.ClassDef, ast.Lambda)):
+                break
+            p = parents.get(id(p))
+        else:
+            found.append(call)
     return sorted(found, key=position)

@@ -17,6 +17,7 @@ from ddpdoctor.lint.index import (
     kwarg,
     last_name,
 )
+from ddpdoctor.lint.project import external_effects
 
 COLLECTIVES = frozenset(
     {
@@ -87,13 +88,47 @@ class _InitOrder:
         return None
 
     def is_init(self, call: ast.Call) -> bool:
+        """The call sets the group up: init_process_group, a helper of another module of the
+        project that runs it (read there), or, for helpers we cannot read, one named so."""
         name = self.index.callee_name(call)
         if name in ("init_process_group", "init_distributed", "Accelerator"):
             return True
         if self.index.resolve_call(call):
             return False
+        effects = external_effects(self.index, call)
+        if effects is not None:
+            return "init" in effects
         low = name.lower()
         return low == "setup" or any(w in low for w in INIT_HELPER_WORDS)
+
+    def decorated_init(self, scope: ast.AST) -> bool:
+        """`@distributed_main` / `@with_process_group`: the decorator sets the group up before
+        the body runs (a local decorator is read; another module's by its facts or name)."""
+        for dec in getattr(scope, "decorator_list", ()):
+            call = dec if isinstance(dec, ast.Call) else ast.Call(func=dec, args=[], keywords=[])
+            if self.is_init(call):
+                return True
+            target = dec.func if isinstance(dec, ast.Call) else dec
+            if isinstance(target, ast.Name):
+                for f in self.index.functions.get(target.id, ()):
+                    if self.summary(f).inits or self.inits_inside(f):
+                        return True
+        return False
+
+    def inits_inside(self, func: ast.AST) -> bool:
+        """A decorator's wrapper: the init sits in a nested function it returns."""
+        return any(
+            self.index.callee_name(c) == "init_process_group"
+            for c in self.index.calls
+            if self.index.scope_of(c) is not func and func in self._enclosing(c)
+        )
+
+    def _enclosing(self, node: ast.AST) -> list[ast.AST]:
+        out, scope = [], self.index.scope_of(node)
+        while scope is not self.index.tree:
+            out.append(scope)
+            scope = self.index.scope_of(scope)
+        return out
 
     def checks_initialized(self, call: ast.Call, scope: ast.AST) -> bool:
         """Code that asks `dist.is_initialized()` first, or catches the error, is written for
@@ -127,15 +162,19 @@ class _InitOrder:
         """Walk the scope's calls in execution order from 'no process group yet'. A
         destroy_process_group before the init means a group existed: a re-init, not a bug."""
         out = _Summary()
+        if self.decorated_init(scope):
+            return _Summary(inits=True)
         pending: list[Hit] = []
-        for call in calls_in_order(self.index, list(scope.body)):
+        for call in calls_in_order(self.index, scope):
             if out.inits:
                 break
             if self.is_init(call):
                 out.inits = True
                 continue
             if self.index.callee_name(call) == "destroy_process_group":
-                return _Summary(inits=True)
+                if not pending:
+                    return _Summary(inits=True)  # a group existed: a re-init follows
+                break  # what came before still needed a group
             label = self.use_label(call)
             if label is not None:
                 if not self.checks_initialized(call, scope):
@@ -167,12 +206,13 @@ class _InitOrder:
 
 
 def check(index: ModuleIndex) -> list[Hit]:
-    if not index.init_calls:
-        return []  # the group is set up elsewhere (a helper module): nothing to order against
+    inits = index.all_init_calls
+    if not inits:
+        return []  # the group is set up somewhere we cannot read: nothing to order against
     order = _InitOrder(index)
     # Where a process starts without a group: the module, spawned workers and entry points,
     # and any function that sets the group up itself (what comes before its init is too soon).
-    starts = set(index.entry_points) | {index.scope_of(c) for c in index.init_calls}
+    starts = set(index.entry_points) | {index.scope_of(c) for c in inits}
     starts.discard(index.tree)
     roots = [index.tree, *sorted(starts, key=lambda f: f.lineno)]
     for root in roots:

@@ -10,6 +10,7 @@ import ast
 from ddpdoctor.lint.finding import Hit
 from ddpdoctor.lint.guards import every_rank_call
 from ddpdoctor.lint.index import ModuleIndex, dotted, kwarg, last_name
+from ddpdoctor.lint.project import program_effects
 
 LOG_LEVELS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception"})
 PRINT_SILENCERS = ("setup_for_distributed", "init_distributed_mode", "suppress_output")
@@ -31,9 +32,26 @@ def _mentions_rank(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> 
     return False
 
 
+IMAGE_WRITERS = frozenset({"save_image", "savefig", "imwrite", "imsave"})
+WRITE_CALLS = ("save", "open", "SummaryWriter", "FileHandler", "init", "log", *IMAGE_WRITERS)
+
+
 def _write(index: ModuleIndex, call: ast.Call) -> str | None:
-    """'torch.save' / "open(..., 'w')" for a call that writes a file, else None."""
+    """What kind of write a call is (`torch.save`, "open(..., 'w')", `SummaryWriter`,
+    `wandb.log`, a log file, an image), or None. A path built with the rank is per rank."""
     name = index.callee_name(call)
+    qual = index.qualname(call.func)
+    if name in ("init", "log"):
+        return f"wandb.{name}" if qual.startswith("wandb.") else None
+    if name in ("SummaryWriter", "FileHandler") or name in IMAGE_WRITERS:
+        if name == "FileHandler" and not (qual.startswith("logging") or qual == name):
+            return None
+        path = kwarg(call, "log_dir") or kwarg(call, "filename") or kwarg(call, "fname")
+        if path is None and call.args:
+            path = call.args[1] if name == "save_image" and len(call.args) > 1 else call.args[0]
+        if name == "save_image" and kwarg(call, "fp") is not None:
+            path = kwarg(call, "fp")
+        return None if _mentions_rank(index, path) else f"{dotted(call.func) or name}(...)"
     if name == "save" and index.qualname(call.func) == "torch.save":
         path = call.args[1] if len(call.args) > 1 else kwarg(call, "f")
         return None if _mentions_rank(index, path) else "torch.save"
@@ -64,24 +82,51 @@ def _training_loops(index: ModuleIndex) -> set[int]:
 def _progress(index: ModuleIndex, call: ast.Call, loggers: set[str]) -> str | None:
     name = index.callee_name(call)
     func = call.func
-    if name == "print" and isinstance(func, ast.Name):
-        return "print"
     if name in ("tqdm", "trange") and kwarg(call, "disable") is None:
         return name
     if name == "write" and isinstance(func, ast.Attribute) and last_name(func.value) == "tqdm":
         return "tqdm.write"
     if name in LOG_LEVELS and isinstance(func, ast.Attribute):
         recv = dotted(func.value) or ""
-        if recv == "logging" or recv in loggers:
+        if recv == "logging" or (recv in loggers and _plain_logger_here(index, func.value)):
             return f"{recv}.{name}"
     return None
 
 
-def _plain_loggers(index: ModuleIndex) -> set[str]:
-    """Logger names set up with logging.getLogger and no rank-aware level or filter."""
-    for call in index.calls_named("basicConfig", "setLevel", "addFilter", "disable"):
+LOG_SETUP = ("basicConfig", "setLevel", "addFilter", "disable", "addHandler", "NullHandler")
+
+
+def _rank_aware_logging(index: ModuleIndex) -> bool:
+    """Logging set up per rank: a level, filter or handler chosen by the rank (passed the rank,
+    or set under a rank test), a NullHandler or os.devnull for the other ranks."""
+    from ddpdoctor.lint.guards import implies_rank0
+
+    for call in index.calls_named(*LOG_SETUP):
+        if index.callee_name(call) == "NullHandler":
+            return True
         if any(_mentions_rank(index, a) for a in [*call.args, *(k.value for k in call.keywords)]):
-            return set()
+            return True
+        for anc in index.ancestors(call):
+            if isinstance(anc, ast.If) and (
+                implies_rank0(anc.test) or implies_rank0(anc.test, negated=True)
+            ):
+                return True
+    return "devnull" in index.attr_names
+
+
+def _plain_logger_here(index: ModuleIndex, recv: ast.expr) -> bool:
+    """Every value the receiver may hold here is a plain `logging.getLogger(...)`: a logger
+    returned by a helper (`logger = setup_logger(rank=...)`) may be rank-aware."""
+    values = index.values_of(dotted(recv) or "", recv)
+    return bool(values) and all(
+        isinstance(v, ast.Call) and index.qualname(v.func) == "logging.getLogger" for v in values
+    )
+
+
+def _plain_loggers(index: ModuleIndex) -> set[str]:
+    """Logger names set up with logging.getLogger and no rank-aware level, filter or handler."""
+    if _rank_aware_logging(index):
+        return set()
     names = set()
     for key, entries in index.bindings.items():
         if any(
@@ -95,9 +140,13 @@ def _plain_loggers(index: ModuleIndex) -> set[str]:
 def _print_silenced(index: ModuleIndex) -> bool:
     """The script replaces print or stdout off rank 0 (`builtins.print = ...`,
     `sys.stdout = open(os.devnull, 'w')`) or calls a helper known to do so."""
-    return index.mentions(*PRINT_SILENCERS) or any(
-        k.endswith("builtin__.print") or k in ("builtins.print", "sys.stdout")
-        for k in index.bindings
+    return (
+        index.mentions(*PRINT_SILENCERS)
+        or any(
+            k.endswith("builtin__.print") or k in ("builtins.print", "sys.stdout")
+            for k in index.bindings
+        )
+        or "silence_print" in program_effects(index)
     )
 
 
@@ -113,17 +162,16 @@ def check(index: ModuleIndex) -> list[Hit]:
     if not (index.calls_by_name.get("backward") or index.wrapper_calls):
         return []  # sets up a group but trains nothing here: not a training script
     hits: list[Hit] = []
-    for call in index.calls_named("save", "open"):
+    for call in index.calls_named(*WRITE_CALLS):
         what = _write(index, call)
         site = every_rank_call(index, call) if what else False
         if site is not False:
-            hits.append(
-                Hit(
-                    call,
-                    "DDL006",
-                    f"{what} runs on every rank: N ranks write the same file{_where(site)}",
-                )
+            effect = (
+                "N ranks log the same run to the tracker"
+                if what and what.startswith("wandb")
+                else "N ranks write the same file"
             )
+            hits.append(Hit(call, "DDL006", f"{what} runs on every rank: {effect}{_where(site)}"))
     loops = _training_loops(index)
     if not loops:
         return hits

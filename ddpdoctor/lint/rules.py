@@ -63,9 +63,10 @@ RULES: list[Rule] = [
         "device-mismatch",
         "fail",
         "Model, device_ids and set_device disagree about the GPU",
-        "DDP must wrap a module already on its GPU, device_ids must name this rank's local GPU "
-        "(LOCAL_RANK, not the global RANK), and a bare .cuda() without set_device puts every rank "
-        "on GPU 0.",
+        "DDP must wrap a module already on its GPU, device_ids must name this rank's one local "
+        "GPU (LOCAL_RANK, not the global RANK); a bare .cuda() or a hard-coded cuda:0 without "
+        "set_device puts every rank on GPU 0, and torch.load without map_location loads every "
+        "rank's copy onto the GPU the checkpoint was saved from.",
         "torch.cuda.set_device(local_rank); model.to(local_rank); then "
         "DDP(model, device_ids=[local_rank]).",
     ),
@@ -85,8 +86,9 @@ RULES: list[Rule] = [
         "every-rank-side-effect",
         "warn",
         "Checkpoint, file write or progress output on every rank",
-        "Every rank runs the script: N ranks write the same checkpoint at once (corrupt or racing "
-        "files) and print N copies of every progress line.",
+        "Every rank runs the script: N ranks write the same checkpoint, log file, TensorBoard "
+        "or wandb run at once (corrupt or racing files, N runs in the tracker) and draw N "
+        "progress bars.",
         "Guard it: `if rank == 0:` (or dist.get_rank() == 0, a master_process flag, "
         "@rank_zero_only).",
     ),
@@ -118,4 +120,6 @@ def parse_codes(text: str | None, option: str) -> set[str] | None:
             known = ", ".join(r.code for r in RULES)
             raise UsageError(f"{option}: unknown rule code {part!r} (known: {known})")
         codes |= matched
+    if not codes and option == "--select":
+        raise UsageError(f"{option}: no rule code given (selecting nothing would always pass)")
     return codes

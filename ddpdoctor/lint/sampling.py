@@ -137,12 +137,36 @@ def check_missing_sampler(index: ModuleIndex) -> list[Hit]:
 
 
 def _shuffles(call: ast.Call) -> bool:
+    """Shuffles unless told `shuffle=False`: the default is True, and a flag we cannot read
+    (`shuffle=args.shuffle`) is not False."""
     if has_star_args(call):
         return False
     shuffle = kwarg(call, "shuffle")
     if shuffle is None:
-        return len(call.args) < 4  # DistributedSampler(ds, num_replicas, rank, shuffle)
-    return is_const(shuffle, True)
+        shuffle = _positional(call, 3)  # DistributedSampler(ds, num_replicas, rank, shuffle)
+    return not is_const(shuffle, False) if shuffle is not None else True
+
+
+def _eval_name(name: str) -> bool:
+    words = [w for w in re.split(r"[^a-z0-9]+", name.lower()) if w]
+    return any(w.startswith(EVAL_PREFIXES) and w != "device" for w in words)
+
+
+def _for_evaluation(index: ModuleIndex, sampler: ast.Call) -> bool:
+    """A validation or test sampler (named so, or feeding a loader named so): its order does
+    not matter, as DDL002 already assumes."""
+    p = index.parent(sampler)
+    while isinstance(p, ast.IfExp):
+        p = index.parent(p)
+    if isinstance(p, ast.Assign | ast.AnnAssign):
+        targets = p.targets if isinstance(p, ast.Assign) else [p.target]
+        if any(_eval_name(dotted(t) or "") for t in targets):
+            return True
+    for loader in index.calls_named("DataLoader"):
+        feeds = sampler in index.origins(kwarg(loader, "sampler") or _positional(loader, 3))
+        if feeds and _eval_name(_loader_name(index, loader)):
+            return True
+    return False
 
 
 def _loop_called(index: ModuleIndex) -> set[ast.AST]:
@@ -226,7 +250,7 @@ def check_set_epoch(index: ModuleIndex) -> list[Hit]:
     samplers = [c for c in index.calls_named("DistributedSampler") if _shuffles(c)]
     if samplers:
         fed = _fed_to_loaders(index)
-        samplers = [s for s in samplers if s in fed]
+        samplers = [s for s in samplers if s in fed and not _for_evaluation(index, s)]
     if not samplers or not _trains_here(index):
         return []  # a data module: the epoch loop (and its set_epoch) live elsewhere
     loop_called = _loop_called(index)

@@ -49,7 +49,7 @@ def test_json_validates_against_schema(tmp_path: Path) -> None:
     doc = json.loads(r.stdout)
     jsonschema.validate(doc, schema_for("lint"))
     assert doc["schema"] == "ddpdoctor.lint/1"
-    assert doc["files"] == len(list(FIXTURES.glob("*.py")))
+    assert doc["files"] == len(list(FIXTURES.rglob("*.py")))
     assert doc["counts"]["total"] == len(doc["findings"])
     first = doc["findings"][0]
     assert set(first) >= {"path", "line", "col", "code", "symbol", "message", "hint"}
@@ -104,6 +104,7 @@ def test_noqa_in_a_file(tmp_path: Path) -> None:
         ("--format", "xml", CLEAN),
         ("--no-such-option", CLEAN),
         ("-o", "/no/such/folder/report.json", CLEAN),
+        ("--root", "/no/such/folder", CLEAN),
         (),
     ],
 )
@@ -121,7 +122,7 @@ def test_folder_without_python_files_is_usage_error(tmp_path: Path) -> None:
 
 def test_lint_never_imports_torch() -> None:
     code = (
-        "import sys; from ddpdoctor.lint.command import lint; "
+        "import sys; from ddpdoctor.lint.command import run; "
         "from ddpdoctor.lint import lint_paths; "
         f"lint_paths([{str(FIXTURES)!r}]); print('torch' in sys.modules)"
     )

@@ -22,7 +22,8 @@ def expected(path: Path) -> list[tuple[int, str]]:
     return sorted(pairs)
 
 
-FILES = sorted(FIXTURES.glob("*.py"))
+# `.pyfixture`: a file that must not parse on today's Python (ruff would reject it as .py).
+FILES = sorted([*FIXTURES.glob("*.py"), *FIXTURES.glob("*.pyfixture")])
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
@@ -38,7 +39,7 @@ def test_clean_styles_are_silent(path: Path) -> None:
 
 def test_every_rule_has_a_hit_fixture() -> None:
     hit_codes = {code for p in FILES for _, code in expected(p)}
-    assert hit_codes == {r.code for r in RULES if r.code != "DDL000"}
+    assert hit_codes == {r.code for r in RULES}
 
 
 def test_several_clean_styles() -> None:

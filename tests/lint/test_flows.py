@@ -240,7 +240,8 @@ CASES = {
         dist.init_process_group("nccl")
         if dist.get_rank() != 0:
             sys.stdout = open(os.devnull, "w")
-        model = DDP(torch.nn.Linear(2, 2).cuda(0), device_ids=[0])
+        gpu = int(os.environ["LOCAL_RANK"])
+        model = DDP(torch.nn.Linear(2, 2).cuda(gpu), device_ids=[gpu])
         for step in range(10):
             model(torch.ones(2)).sum().backward()
             print(step)

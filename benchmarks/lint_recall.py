@@ -1,0 +1,117 @@
+"""Precision and recall of `ddpdoctor lint` per rule on the corpus of public training scripts.
+
+    python benchmarks/lint_corpus_trees.py --out /tmp/lint_trees    # lay out the trees once
+    python benchmarks/lint_recall.py --trees /tmp/lint_trees [--show]
+
+`benchmarks/lint_corpus.jsonl` holds one line per script: repo, path, commit, split
+(tune | heldout) and a verdict per rule: the violation lines, or "clean". Each script is linted
+in its repository's tree with that tree as --root, so helpers in other modules are read as they
+would be for a user. A finding counts as found when its rule and line match a verdict; any other
+finding of a checked rule in that script is a false alarm. Not a test: it prints numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from ddpdoctor.lint.engine import lint_files  # noqa: E402
+from ddpdoctor.lint.rules import RULES_BY_CODE  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SPLITS = ("tune", "heldout")
+
+
+@dataclass
+class Tally:
+    violations: int = 0
+    found: int = 0
+    false_alarms: list[str] = field(default_factory=list)
+    missed: list[str] = field(default_factory=list)
+
+    def precision(self) -> float | None:
+        flagged = self.found + len(self.false_alarms)
+        return self.found / flagged if flagged else None
+
+    def recall(self) -> float | None:
+        return self.found / self.violations if self.violations else None
+
+
+def load(path: str) -> list[dict]:
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def score(rows: list[dict], trees: str) -> tuple[dict[str, dict[str, Tally]], list[str]]:
+    tallies: dict[str, dict[str, Tally]] = {s: defaultdict(Tally) for s in SPLITS}
+    missing: list[str] = []
+    for row in rows:
+        tree = os.path.join(trees, row["repo"].replace("/", "+"))
+        script = os.path.join(tree, row["path"])
+        if not os.path.isfile(script):
+            missing.append(f"{row['repo']}:{row['path']}")
+            continue
+        found: dict[str, set[int]] = defaultdict(set)
+        for f in lint_files([script], root=tree):
+            found[f.code].add(f.line)
+        for code, verdict in row["verdicts"].items():
+            expected = set() if verdict == "clean" else set(verdict)
+            tally = tallies[row["split"]][code]
+            tally.violations += len(expected)
+            tally.found += len(expected & found[code])
+            where = f"{row['repo']}:{row['path']}"
+            tally.missed += [f"{where}:{n}" for n in sorted(expected - found[code])]
+            level = RULES_BY_CODE[code].level
+            tally.false_alarms += [f"{where}:{n} ({level})" for n in sorted(found[code] - expected)]
+    return tallies, missing
+
+
+def fmt(value: float | None) -> str:
+    return "   -" if value is None else f"{value:4.2f}"
+
+
+def report(tallies: dict[str, dict[str, Tally]], rows: list[dict], show: bool) -> None:
+    for split in SPLITS:
+        scripts = sum(1 for r in rows if r["split"] == split)
+        repos = len({r["repo"] for r in rows if r["split"] == split})
+        print(f"\n{split}: {scripts} scripts from {repos} repositories")
+        print("rule    level  violations  found  false-alarms  precision  recall")
+        for code in sorted(tallies[split]):
+            t = tallies[split][code]
+            print(
+                f"{code}  {RULES_BY_CODE[code].level:5}  {t.violations:10}  {t.found:5}  "
+                f"{len(t.false_alarms):12}  {fmt(t.precision()):>9}  {fmt(t.recall()):>6}"
+            )
+        fails = [a for t in tallies[split].values() for a in t.false_alarms if "(fail)" in a]
+        print(f"fail-level false alarms: {len(fails)}")
+        if show:
+            for code in sorted(tallies[split]):
+                t = tallies[split][code]
+                for item in t.false_alarms:
+                    print(f"  false alarm {code} {item}")
+                for item in t.missed:
+                    print(f"  missed      {code} {item}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trees", required=True, help="folder with owner+name/ trees")
+    parser.add_argument("--corpus", default=os.path.join(HERE, "lint_corpus.jsonl"))
+    parser.add_argument("--show", action="store_true", help="list every false alarm and miss")
+    args = parser.parse_args()
+    rows = load(args.corpus)
+    tallies, missing = score(rows, args.trees)
+    report(tallies, rows, args.show)
+    if missing:
+        print(f"\nmissing from --trees ({len(missing)}): " + ", ".join(missing))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,290 @@
+"""More DDL004 forms, each a way every rank ends up on (or loading onto) one GPU:
+
+- `torch.load(path)` without `map_location` in a DDP script: tensors saved from GPU 0 come back
+  on GPU 0 on every rank, and memory piles up there;
+- `device_ids=[0, 1]` (several GPUs per process): current torch rejects it, DDP wants one;
+- a hard-coded `cuda:0` (`torch.device("cuda:0")`, `.to("cuda:0")`, `.cuda(0)`), or a bare
+  `torch.device("cuda")` / `.to("cuda")` with no set_device anywhere in the program;
+- the global rank used as the device (`.to(rank)`, `torch.device("cuda", rank)`);
+- DDP without `device_ids` around a bare `.cuda()` model on a path that no set_device covers,
+  while other paths of the same function do call it."""
+
+from __future__ import annotations
+
+import ast
+
+from ddpdoctor.lint.finding import Hit
+from ddpdoctor.lint.guards import _nondistributed, guarded_locally
+from ddpdoctor.lint.index import DDP_NAMES, ModuleIndex, dotted, kwarg, position
+from ddpdoctor.lint.project import call_effects, program_effects
+
+RANK_IN_PATH = ("rank", "gpu", "local")
+
+
+def _str(expr: ast.AST | None) -> str | None:
+    return expr.value if isinstance(expr, ast.Constant) and type(expr.value) is str else None
+
+
+def _single_process_branch(index: ModuleIndex, node: ast.AST) -> bool:
+    """Inside `if not args.distributed:` / `if world_size == 1:` (or its else of the opposite):
+    code for one process, where GPU 0 is right."""
+    child = node
+    for anc in index.ancestors(node):
+        if isinstance(anc, ast.If) and child is not anc.test:
+            in_body = child in anc.body
+            if in_body and _nondistributed(anc.test):
+                return True
+        child = anc
+    return False
+
+
+def _load_without_map_location(index: ModuleIndex) -> list[Hit]:
+    hits: list[Hit] = []
+    for call in index.calls_named("load"):
+        if index.qualname(call.func) != "torch.load" or len(call.args) > 1:
+            continue
+        if kwarg(call, "map_location") is not None or any(k.arg is None for k in call.keywords):
+            continue
+        path = call.args[0] if call.args else kwarg(call, "f")
+        if path is None or _per_rank_path(index, path):
+            continue  # a per-rank file, saved from this rank's own GPU
+        if guarded_locally(index, call) or _single_process_branch(index, call):
+            continue
+        if _mapped_in_another_branch(index, call) or not _loads_state(index, call):
+            continue
+        hits.append(
+            Hit(
+                call,
+                "DDL004",
+                "torch.load without map_location: every rank loads the saved tensors onto the "
+                "GPU they were saved from (GPU 0), memory piles up there",
+            )
+        )
+    return hits
+
+
+def _per_rank_path(index: ModuleIndex, path: ast.AST, depth: int = 0) -> bool:
+    if any(w in ast.unparse(path).lower() for w in RANK_IN_PATH):
+        return True
+    if depth > 2:
+        return False
+    return any(
+        isinstance(v, ast.AST) and _per_rank_path(index, v, depth + 1)
+        for n in ast.walk(path)
+        if isinstance(n, ast.Name)
+        for v in index.values_of(n.id, n)
+    )
+
+
+def _mapped_in_another_branch(index: ModuleIndex, call: ast.Call) -> bool:
+    """`if args.gpu is None: torch.load(p) else: torch.load(p, map_location=loc)`: the author
+    mapped the GPU case; the other branch is the CPU / single-process one."""
+    for anc in index.ancestors(call):
+        if not isinstance(anc, ast.If):
+            continue
+        for node in ast.walk(anc):
+            if (
+                isinstance(node, ast.Call)
+                and node is not call
+                and index.callee_name(node) == "load"
+                and kwarg(node, "map_location") is not None
+            ):
+                return True
+    return False
+
+
+def _loads_state(index: ModuleIndex, call: ast.Call) -> bool:
+    """The loaded value restores a module or optimizer (`model.load_state_dict(ckpt["model"])`,
+    directly or through the name it is stored under): a checkpoint, whose tensors were saved
+    from a GPU. Loading plain tensors (a table of word frequencies, features) is left alone."""
+    parent = index.parent(call)
+    while isinstance(parent, ast.Subscript):
+        parent = index.parent(parent)
+    if isinstance(parent, ast.Call) and index.callee_name(parent) == "load_state_dict":
+        return True
+    names: set[str] = set()
+    if isinstance(parent, ast.Assign):
+        names = {d for t in parent.targets if (d := dotted(t))}
+    if not names:
+        return False
+    scope = index.scope_of(call)
+    for restore in index.calls_named("load_state_dict"):
+        if index.scope_of(restore) is not scope:
+            continue
+        for arg in ast.walk(ast.Tuple(elts=list(restore.args), ctx=ast.Load())):
+            if isinstance(arg, (ast.Name, ast.Attribute)) and dotted(arg) in names:
+                return True
+    return False
+
+
+def _several_devices(index: ModuleIndex) -> list[Hit]:
+    hits: list[Hit] = []
+    for call in index.calls_named(*DDP_NAMES):
+        ids = kwarg(call, "device_ids")
+        many = (isinstance(ids, (ast.List, ast.Tuple)) and len(ids.elts) > 1) or (
+            isinstance(ids, ast.Call)
+            and "range" in ast.unparse(ids)
+            and not (
+                ids.args and isinstance(ids.args[-1], ast.Constant) and ids.args[-1].value == 1
+            )
+        )
+        if many:
+            hits.append(
+                Hit(
+                    call,
+                    "DDL004",
+                    "device_ids names several GPUs: DDP takes one device per process (current "
+                    "torch rejects more); start one process per GPU",
+                )
+            )
+    return hits
+
+
+def _device_literal(index: ModuleIndex, call: ast.Call) -> str | None:
+    """'cuda:0' / 'cuda' when this call pins a device by a literal, else None."""
+    name = index.callee_name(call)
+    if name == "device" and index.qualname(call.func) == "torch.device":
+        text = _str(call.args[0]) if call.args else None
+        if text == "cuda" and len(call.args) > 1:
+            return None  # torch.device("cuda", local_rank)
+        return text if text in ("cuda", "cuda:0") else None
+    if name == "to" and isinstance(call.func, ast.Attribute) and call.args:
+        text = _str(call.args[0])
+        return text if text in ("cuda", "cuda:0") else None
+    if name == "cuda" and isinstance(call.func, ast.Attribute) and call.args:
+        arg = call.args[0]
+        return "cuda:0" if isinstance(arg, ast.Constant) and arg.value == 0 else None
+    return None
+
+
+def _hard_coded_device(index: ModuleIndex) -> list[Hit]:
+    if "CUDA_VISIBLE_DEVICES" in index.strings:
+        return []  # one visible GPU per process: cuda:0 is each rank's own
+    has_set_device = bool(index.calls_by_name.get("set_device")) or (
+        "set_device" in program_effects(index)
+    )
+    hits: list[Hit] = []
+    for call in sorted(index.calls, key=position):
+        text = _device_literal(index, call)
+        if text is None or (text == "cuda" and has_set_device):
+            continue
+        if _single_process_branch(index, call):
+            continue
+        what = (
+            "a hard-coded cuda:0" if text == "cuda:0" else 'torch.device("cuda") with no set_device'
+        )
+        hits.append(
+            Hit(
+                call,
+                "DDL004",
+                f"{what} as the training device: every rank uses GPU 0 (use LOCAL_RANK)",
+            )
+        )
+        break  # one per file: the same device value is usually reused everywhere
+    return hits
+
+
+def _global_rank_moves(index: ModuleIndex) -> list[Hit]:
+    from ddpdoctor.lint.devices import rank_kind
+
+    hits: list[Hit] = []
+    for call in index.calls_named("to", "cuda", "device"):
+        if not call.args:
+            continue
+        if index.callee_name(call) == "device" and index.qualname(call.func) != "torch.device":
+            continue
+        if index.callee_name(call) != "device" and not isinstance(call.func, ast.Attribute):
+            continue
+        arg = call.args[-1]
+        if isinstance(arg, ast.Constant):
+            continue
+        if rank_kind(index, arg) == {"global"}:
+            hits.append(
+                Hit(
+                    call,
+                    "DDL004",
+                    "the global RANK used as a device: on a second node it names a GPU that is not "
+                    "there (use LOCAL_RANK)",
+                )
+            )
+    return hits
+
+
+def _branches(index: ModuleIndex, node: ast.AST) -> set[tuple[int, bool]]:
+    """(id(if), in body?) for every `if` of its function that holds node."""
+    out: set[tuple[int, bool]] = set()
+    child = node
+    for anc in index.ancestors(node):
+        if isinstance(anc, ast.If) and child is not anc.test:
+            out.add((id(anc), child in anc.body))
+        child = anc
+    return out
+
+
+def _bare_cuda(expr: ast.AST) -> bool:
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        if expr.func.attr == "cuda" and not expr.args and not expr.keywords:
+            return True
+        expr = expr.func.value
+    return False
+
+
+def _ddp_on_uncovered_path(index: ModuleIndex) -> list[Hit]:
+    sets = index.calls_named("set_device")
+    hits: list[Hit] = []
+    for call in index.calls_named(*DDP_NAMES):
+        if kwarg(call, "device_ids") is not None or len(call.args) > 1 or not call.args:
+            continue
+        scope = index.scope_of(call)
+        module = call.args[0]
+        moved = (
+            _bare_cuda(module)
+            or any(
+                _bare_cuda(v)
+                for v in index.values_of(dotted(module) or "", module)
+                if isinstance(v, ast.AST)
+            )
+            or any(
+                index.scope_of(m) is scope
+                and dotted(m.func.value) == dotted(module)
+                and not m.args
+                and position(m) < position(call)
+                for m in index.calls_named("cuda")
+                if isinstance(m.func, ast.Attribute)
+            )
+        )
+        if not moved or not sets:
+            continue
+        if any(index.scope_of(s) is not scope for s in sets):
+            continue  # set_device elsewhere (a caller may run it first): cannot tell
+        here = _branches(index, call)
+        covered = any(
+            position(s) < position(call) and _branches(index, s) <= here for s in sets
+        ) or any(
+            "set_device" in call_effects(index, c)
+            for c in index.calls_by_scope.get(id(scope), ())
+            if position(c) < position(call) and _branches(index, c) <= here
+        )
+        if not covered:
+            hits.append(
+                Hit(
+                    call,
+                    "DDL004",
+                    "DDP without device_ids around a model moved with a bare .cuda(), on a path "
+                    "no set_device covers: the process uses GPU 0 only (DDP no longer spreads "
+                    "one process over several GPUs)",
+                )
+            )
+    return hits
+
+
+def check(index: ModuleIndex) -> list[Hit]:
+    if not index.is_ddp_script or index.uses_framework:
+        return []
+    return (
+        _load_without_map_location(index)
+        + _several_devices(index)
+        + _hard_coded_device(index)
+        + _global_rank_moves(index)
+        + _ddp_on_uncovered_path(index)
+    )

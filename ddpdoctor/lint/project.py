@@ -1,0 +1,351 @@
+"""Cross-file reading: follow a script's imports into the modules of its own project (absolute
+within the root, relative, `from . import x`) and learn what their functions do to the process
+group (init, set_device, destroy, print silenced off rank 0), without importing them.
+
+Only small per-module facts are kept (which function calls what), never the trees: a large tree
+stays cheap, and a module is parsed at most once per run."""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass, field
+
+from ddpdoctor.lint.files import read_bytes, unreadable_reason
+from ddpdoctor.lint.index import FUNC_TYPES, ModuleIndex, dotted
+
+# What a call does, by the callee's last name.
+DIRECT = {
+    "init_process_group": "init",
+    "destroy_process_group": "destroy",
+    "set_device": "set_device",
+}
+PRINT_TARGETS = ("builtins.print", "__builtin__.print", "__builtins__.print", "sys.stdout")
+MAX_DEPTH = 6
+ROOT_MARKERS = ("pyproject.toml", ".git", "setup.py", "setup.cfg")
+
+# A reference to a callee as written: ("name", local) or ("attr", receiver, attribute).
+Ref = tuple[str, ...]
+
+
+@dataclass
+class FuncFacts:
+    """One function's own effects, the local functions it calls, and its imported callees."""
+
+    direct: set[str] = field(default_factory=set)
+    local: set[str] = field(default_factory=set)
+    external: list[Ref] = field(default_factory=list)
+
+
+@dataclass
+class ModuleFacts:
+    """What the project needs of one module: its top-level functions' facts and its import
+    tables. No tree is kept: live trees make every garbage collection slower."""
+
+    path: str
+    functions: dict[str, FuncFacts]
+    from_imports: dict[str, tuple[str, int, str]]
+    module_imports: dict[str, str]
+
+
+def callee_ref(call: ast.Call) -> Ref | None:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return ("name", func.id)
+    if isinstance(func, ast.Attribute):
+        recv = dotted(func.value)
+        if recv is not None:
+            return ("attr", recv, func.attr)
+    return None
+
+
+# A module without any of these words has no effect of its own; it is only read further when it
+# is a package's __init__ (re-exports). This keeps a large project cheap to follow.
+EFFECT_WORDS = ("init_process_group", "destroy_process_group", "set_device")
+EFFECT_WORDS += ("builtins.print", "builtin__.print", "sys.stdout")
+
+
+def _imports(tree: ast.Module) -> tuple[dict[str, tuple[str, int, str]], dict[str, str]]:
+    """The module-level import tables: `from m import x` and `import m` / `import m.sub as x`."""
+    froms: dict[str, tuple[str, int, str]] = {}
+    modules: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                froms[a.asname or a.name] = (node.module or "", node.level, a.name)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    modules[a.asname] = a.name
+                else:
+                    modules[a.name.split(".", 1)[0]] = a.name.split(".", 1)[0]
+    return froms, modules
+
+
+def facts_of(tree: ast.Module, path: str, with_functions: bool = True) -> ModuleFacts:
+    """A module's import tables and, when it has effect words, its top-level functions' facts."""
+    froms, modules = _imports(tree)
+    mod = ModuleFacts(path, {}, froms, modules)
+    if with_functions:
+        defs = [n for n in tree.body if isinstance(n, FUNC_TYPES)]
+        names = {d.name for d in defs}
+        for func in defs:
+            mod.functions[func.name] = _function_facts(func, names, mod)
+    return mod
+
+
+def _nodes(root: ast.AST) -> list[ast.AST]:
+    """Every node under root: a plain stack over `_fields`, several times faster than ast.walk
+    (no generator per node)."""
+    out: list[ast.AST] = []
+    stack = [root]
+    node_type = ast.AST
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                stack.extend(v for v in value if isinstance(v, node_type))
+            elif isinstance(value, node_type):
+                stack.append(value)
+    return out
+
+
+def _function_facts(func: ast.AST, names: set[str], mod: ModuleFacts) -> FuncFacts:
+    """One walk of a function's body: its direct effects, local callees, imported callees."""
+    facts = FuncFacts()
+    imported = mod.from_imports.keys() | mod.module_imports.keys()
+    for node in _nodes(func):
+        if isinstance(node, ast.Call):
+            callee = node.func
+            last = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
+            effect = DIRECT.get(last)
+            if effect:
+                facts.direct.add(effect)
+            elif isinstance(callee, ast.Name) and callee.id in names:
+                facts.local.add(callee.id)
+            elif (ref := callee_ref(node)) is not None and ref[1].split(".", 1)[0] in imported:
+                facts.external.append(ref)
+        elif isinstance(node, ast.Assign) and any(dotted(t) in PRINT_TARGETS for t in node.targets):
+            facts.direct.add("silence_print")
+    return facts
+
+
+def find_root(paths: list[str]) -> str:
+    """The nearest folder above the common root of the paths holding pyproject.toml or .git;
+    else that common root."""
+    absolute = [os.path.abspath(p) for p in paths]
+    common = os.path.commonpath(absolute) if absolute else os.getcwd()
+    if os.path.isfile(common):
+        common = os.path.dirname(common)
+    here = common
+    while True:
+        if any(os.path.exists(os.path.join(here, m)) for m in ROOT_MARKERS):
+            return here
+        up = os.path.dirname(here)
+        if up == here:
+            return common
+        here = up
+
+
+def _has_effect_words(data: bytes) -> bool:
+    return any(w.encode() in data for w in EFFECT_WORDS)
+
+
+class Project:
+    """The modules under one root folder, read on demand."""
+
+    def __init__(self, root: str) -> None:
+        self.root = os.path.abspath(root)
+        self._facts: dict[str, ModuleFacts | None] = {}
+        self._modules: dict[tuple[str, str, int], str | None] = {}
+        self._effects: dict[tuple[str, str], frozenset[str]] = {}
+
+    # -- files --------------------------------------------------------------------------------
+    def _inside(self, path: str) -> bool:
+        return path == self.root or path.startswith(self.root + os.sep)
+
+    def module_path(self, importer: str, module: str, level: int) -> str | None:
+        """The file `import module` (with `level` leading dots) names, seen from importer:
+        relative to its package, else from its own folder (how `python script.py` runs) or
+        any folder above it up to the root."""
+        key = (os.path.dirname(importer), module, level)
+        if key not in self._modules:
+            self._modules[key] = self._find(importer, module, level)
+        return self._modules[key]
+
+    def _find(self, importer: str, module: str, level: int) -> str | None:
+        parts = [p for p in module.split(".") if p]
+        here = os.path.dirname(os.path.abspath(importer))
+        if level:
+            for _ in range(level - 1):
+                here = os.path.dirname(here)
+            bases = [here]
+        else:
+            bases = []
+            while self._inside(here):
+                bases.append(here)
+                if here == self.root:
+                    break
+                here = os.path.dirname(here)
+        for base in bases:
+            stem = os.path.join(base, *parts)
+            cands = (stem + ".py",) if parts else ()
+            for cand in (*cands, os.path.join(stem, "__init__.py")):
+                if self._inside(cand) and os.path.isfile(cand):
+                    return cand
+        return None
+
+    def facts(self, path: str) -> ModuleFacts | None:
+        if path not in self._facts:
+            self._facts[path] = self._read(path)
+        return self._facts[path]
+
+    def _read(self, path: str) -> ModuleFacts | None:
+        if unreadable_reason(path) is not None:
+            return None
+        try:
+            data = read_bytes(path)
+            if not _has_effect_words(data) and not path.endswith("__init__.py"):
+                return ModuleFacts(path, {}, {}, {})  # no effect words: nothing to follow
+            tree = ast.parse(data, filename=path)
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        return facts_of(tree, path)
+
+    def remember(self, tree: ast.Module, path: str, source: str) -> None:
+        """Keep the facts of a file the engine parsed anyway, so an import of it costs nothing.
+        A file without effect words keeps only its imports (they may re-export one)."""
+        key = os.path.abspath(path)
+        if key not in self._facts:
+            words = any(w in source for w in EFFECT_WORDS)
+            self._facts[key] = facts_of(tree, key, with_functions=words)
+
+    # -- functions ----------------------------------------------------------------------------
+    def resolve(self, mod: ModuleFacts, ref: Ref, depth: int = 0) -> tuple[ModuleFacts, str] | None:
+        """The project function a callee written in `mod` names, through re-exports."""
+        if depth > MAX_DEPTH:
+            return None
+        if ref[0] == "name":
+            local = ref[1]
+            if local in mod.functions:
+                return mod, local
+            spec = mod.from_imports.get(local)
+            if spec is None:
+                return None
+            module, level, name = spec
+            target = self._module(mod.path, module, level)
+            if target is None:
+                return None
+            return self.resolve(target, ("name", name), depth + 1)
+        _, recv, attr = ref
+        head, _, rest = recv.partition(".")
+        if head in mod.module_imports:
+            module, level = mod.module_imports[head] + (f".{rest}" if rest else ""), 0
+        elif head in mod.from_imports:
+            base, level, name = mod.from_imports[head]
+            module = ".".join(p for p in (base, name, rest) if p)
+        else:
+            return None
+        target = self._module(mod.path, module, level)
+        return None if target is None else self.resolve(target, ("name", attr), depth + 1)
+
+    def _module(self, importer: str, module: str, level: int) -> ModuleFacts | None:
+        path = self.module_path(importer, module, level)
+        return None if path is None else self.facts(path)
+
+    def effects(self, mod: ModuleFacts, name: str, depth: int = 0) -> frozenset[str]:
+        """Everything calling `name` in `mod` may do, through local and imported callees."""
+        key = (mod.path, name)
+        if key in self._effects:
+            return self._effects[key]
+        self._effects[key] = frozenset()  # cycle guard
+        facts = mod.functions.get(name)
+        out: set[str] = set()
+        if facts is not None and depth <= MAX_DEPTH:
+            out |= facts.direct
+            for callee in facts.local:
+                out |= self.effects(mod, callee, depth + 1)
+            for ref in facts.external:
+                found = self.resolve(mod, ref)
+                if found is not None:
+                    out |= self.effects(found[0], found[1], depth + 1)
+        self._effects[key] = frozenset(out)
+        return self._effects[key]
+
+
+def external_effects(index: ModuleIndex, call: ast.Call) -> frozenset[str] | None:
+    """What a call into another module of the project does; None when the callee is not a
+    function of the project (a library, a method, a name we cannot follow)."""
+    project: Project | None = index.project
+    if project is None or index.path is None:
+        return None
+    ref = callee_ref(call)
+    if ref is None or (ref[0] == "name" and ref[1] not in index.from_imports):
+        return None
+    if ref[0] == "attr":
+        head = ref[1].split(".", 1)[0]
+        if head not in index.module_imports and head not in index.from_imports:
+            return None
+    # This file's own import tables, from its index: the project's facts of it may be the
+    # empty ones of a file without effect words, read earlier as someone's import.
+    here = os.path.abspath(index.path)
+    mod = ModuleFacts(here, {}, index.from_imports, index.module_imports)
+    found = project.resolve(mod, ref)
+    return None if found is None else project.effects(found[0], found[1])
+
+
+def local_effects(index: ModuleIndex, func: ast.AST) -> frozenset[str]:
+    """What a function of this file may do, through its local and imported callees."""
+    cache: dict[int, frozenset[str]] = index.__dict__.setdefault("_local_effects", {})
+    key = id(func)
+    if key in cache:
+        return cache[key]
+    cache[key] = frozenset()
+    out: set[str] = set()
+    for call in index.calls_by_scope.get(key, ()):
+        out |= call_effects(index, call)
+    for target in PRINT_TARGETS:
+        if any(scope is func for scope, _ in index.bindings.get(target, ())):
+            out.add("silence_print")
+    cache[key] = frozenset(out)
+    return cache[key]
+
+
+def call_effects(index: ModuleIndex, call: ast.Call) -> frozenset[str]:
+    """What this call may do to the process group, here or in the project's other modules."""
+    effect = DIRECT.get(index.callee_name(call))
+    if effect:
+        return frozenset({effect})
+    local = index.resolve_call(call)
+    if local:
+        out: set[str] = set()
+        for f in local:
+            out |= local_effects(index, f)
+        return frozenset(out)
+    return external_effects(index, call) or frozenset()
+
+
+def program_effects(index: ModuleIndex) -> frozenset[str]:
+    """Everything the file's calls may do, anywhere in it (the checks' cheap gate)."""
+    cached = index.__dict__.get("_program_effects")
+    if cached is None:
+        out: set[str] = set()
+        for call in index.calls:
+            if index.callee_name(call) in DIRECT or index.resolve_call(call):
+                continue  # direct calls are in calls_by_name; local functions are in this file
+            out |= external_effects(index, call) or frozenset()
+        cached = index.__dict__["_program_effects"] = frozenset(out)
+    return cached
+
+
+def external_init_calls(index: ModuleIndex) -> list[ast.Call]:
+    """Calls into another module of the project that set the process group up."""
+    if index.project is None or "init" not in program_effects(index):
+        return []
+    return [
+        c
+        for c in index.calls
+        if not index.resolve_call(c) and "init" in (external_effects(index, c) or ())
+    ]

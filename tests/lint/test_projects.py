@@ -1,0 +1,112 @@
+"""Cross-file analysis on small projects in tests/fixtures/lint/projects/: each folder is linted
+as a whole (its own --root) and every file's findings must be exactly the `# DDL00N` comments on
+its lines. The helpers live in other modules, reached by absolute, `from pkg import` and
+relative imports; nothing is imported or run."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ddpdoctor.lint import lint_paths, lint_source
+
+PROJECTS = Path(__file__).parent.parent / "fixtures" / "lint" / "projects"
+EXPECT = re.compile(r"#.*?\b(DDL\d{3})\b")
+FOLDERS = sorted(p for p in PROJECTS.iterdir() if p.is_dir())
+
+
+def expected(folder: Path) -> list[tuple[str, int, str]]:
+    out = []
+    for path in sorted(folder.rglob("*.py")):
+        for lineno, line in enumerate(path.read_text().splitlines(), start=1):
+            rel = path.relative_to(folder).as_posix()
+            out.extend((rel, lineno, code) for code in EXPECT.findall(line))
+    return sorted(out)
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=[p.name for p in FOLDERS])
+def test_project(folder: Path) -> None:
+    found = sorted(
+        (Path(f.path).relative_to(folder).as_posix(), f.line, f.code)
+        for f in lint_paths([str(folder)], root=str(folder))
+    )
+    assert found == expected(folder)
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=[p.name for p in FOLDERS])
+def test_default_root_finds_the_same(folder: Path) -> None:
+    """Without --root the nearest pyproject.toml above is the root: the helpers are still found
+    (from the script's own folder, as `python script.py` would)."""
+    found = sorted(
+        (Path(f.path).relative_to(folder).as_posix(), f.line, f.code)
+        for f in lint_paths([str(folder)])
+    )
+    assert found == expected(folder)
+
+
+def test_the_same_script_alone_knows_nothing_of_the_helper() -> None:
+    """Without the project (a bare source string) the helper's init is invisible: the findings
+    above come from reading utils/dist.py, not from the script's text."""
+    script = (PROJECTS / "helper_init" / "train.py").read_text()
+    assert {f.code for f in lint_source(script, "train.py")} == set()
+
+
+def helper_one_level_up(tmp_path: Path) -> str:
+    """app/train.py calls start() from distutil.py, which sits one folder above app/."""
+    (tmp_path / "app").mkdir()
+    (tmp_path / "distutil.py").write_text(
+        "import torch.distributed as dist\n\ndef start():\n    dist.init_process_group('nccl')\n"
+    )
+    (tmp_path / "app" / "train.py").write_text(
+        "import torch\nfrom distutil import start\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n\n"
+        "if __name__ == '__main__':\n    start()\n    DDP(torch.nn.Linear(2, 2).cuda())\n"
+    )
+    return str(tmp_path / "app")
+
+
+def test_root_limits_what_is_read(tmp_path: Path) -> None:
+    """A helper outside --root is not read: the script is judged as if the helper were a
+    library (silent, the precision-first fallback); with the root one level up it is read."""
+    app = helper_one_level_up(tmp_path)
+    assert lint_paths([app], root=app) == []
+    codes = sorted(f.code for f in lint_paths([app], root=str(tmp_path)))
+    assert codes == ["DDL004", "DDL007"]
+
+
+def test_cli_root_option(tmp_path: Path) -> None:
+    """`ddpdoctor lint --root DIR`: the same helper read or not, through the command line."""
+    app = helper_one_level_up(tmp_path)
+
+    def run(root: str) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "-m", "ddpdoctor", "lint", "--root", root, app]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+
+    assert run(app).returncode == 0
+    wide = run(str(tmp_path))
+    assert wide.returncode == 1
+    assert "train.py:7:9: DDL004" in wide.stdout and "(set up through start())" in wide.stdout
+
+
+def test_order_of_files_does_not_matter(tmp_path: Path) -> None:
+    """A script first read as another script's import (and found to hold no set-up words)
+    is still judged in full when its own turn comes."""
+    (tmp_path / "helpers.py").write_text(
+        "import torch.distributed as dist\n\ndef init_distributed_mode():\n"
+        "    dist.init_process_group('nccl')\n"
+    )
+    (tmp_path / "b_eval.py").write_text(
+        "import helpers\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n\n"
+        "def extract(model):\n    return DDP(model)\n\n"
+        "if __name__ == '__main__':\n    helpers.init_distributed_mode()\n"
+    )
+    (tmp_path / "a_copy.py").write_text(
+        "from b_eval import extract  # reads b_eval.py first: it names DDP\n\nextract(None)\n"
+    )
+    together = [(Path(f.path).name, f.code) for f in lint_paths([str(tmp_path)])]
+    alone = [(Path(f.path).name, f.code) for f in lint_paths([str(tmp_path / "b_eval.py")])]
+    assert together == alone == [("b_eval.py", "DDL007")]
