@@ -376,3 +376,29 @@ class RunFolder:
         """A folder reused by an earlier run of the same job id: drop this rank's old files."""
         for stale in (self.rank_file(rank), self.beat_file(rank)):
             stale.unlink(missing_ok=True)
+
+
+class UnsafeRunDir(Exception):
+    """A default run folder that exists but is not safely ours (a symlink, another user's, or
+    open to others): never written into, never deleted from."""
+
+
+def private_dir(name: str) -> Path:
+    """`$TMPDIR/<name>-<uid>`, created mode 0700, or reused when it is a real folder owned by us
+    and closed to others. The ranks of one job on one node agree on it without talking (they
+    share the name); a folder planted by someone else at that path is refused, not trusted."""
+    import contextlib
+    import stat
+    import tempfile
+
+    path = Path(tempfile.gettempdir()) / f"{name}-{os.getuid()}"
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path, 0o700)
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise UnsafeRunDir(f"{path} is not a folder (a symlink or a file): refusing to use it")
+    if st.st_uid != os.getuid():
+        raise UnsafeRunDir(f"{path} belongs to uid {st.st_uid}, not to you: refusing to use it")
+    if st.st_mode & 0o077:
+        raise UnsafeRunDir(f"{path} is open to other users (mode {st.st_mode & 0o777:o})")
+    return path

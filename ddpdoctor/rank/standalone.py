@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ddpdoctor import registry
-from ddpdoctor.runfiles import JobSpec, RunFolder
+from ddpdoctor.runfiles import JobSpec, RunFolder, private_dir
 
 FINISH_WAIT_S = 5.0  # local peers write their last beat right after the last exchange
 
@@ -71,13 +71,13 @@ def guard_debug_detail(run_dir: str | None) -> dict[str, str]:
 
 def default_run_dir() -> Path:
     """Ranks of one job on one node must agree on the folder without talking: key it on what
-    the launcher gave them all."""
+    the launcher gave them all, in a folder only this user can use (runfiles.private_dir)."""
     key = (
         os.environ.get("TORCHELASTIC_RUN_ID")
         or os.environ.get("SLURM_JOB_ID")
         or os.environ.get("MASTER_PORT", "local")
     )
-    return Path(os.environ.get("TMPDIR", "/tmp")) / f"ddpdoctor-{key}"
+    return private_dir(f"ddpdoctor-{key}")
 
 
 def local_spec(args: argparse.Namespace, ident: Identity) -> JobSpec:

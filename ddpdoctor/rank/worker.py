@@ -38,6 +38,7 @@ from ddpdoctor.runfiles import (
     JobSpec,
     Pulse,
     RunFolder,
+    UnsafeRunDir,
 )
 from ddpdoctor.trace import stacks
 
@@ -202,7 +203,9 @@ def _start_pulse(ctx: RankContext) -> object | None:
 
 def _redirect_output(folder: RunFolder, rank: int) -> None:
     """Under the ddpdoctor launcher, a rank's prints go to its log file, not the user's terminal."""
-    fd = os.open(folder.log_file(rank), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    fd = os.open(
+        folder.log_file(rank), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600
+    )
     sys.stdout.flush()
     sys.stderr.flush()
     os.dup2(fd, 1)
@@ -239,8 +242,12 @@ def main(argv: list[str] | None = None) -> int:
 
     overrides = standalone.guard_debug_detail(args.run_dir)
     ident = standalone.identity()
-    path = Path(args.run_dir) if args.run_dir else standalone.default_run_dir()
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path = Path(args.run_dir) if args.run_dir else standalone.default_run_dir()
+        path.mkdir(parents=True, exist_ok=True)
+    except (UnsafeRunDir, OSError) as exc:
+        print(f"python -m ddpdoctor.worker: error: {exc} (pass a RUN_DIR)", file=sys.stderr)
+        return 2
     folder = RunFolder(path)
     spec = folder.read_spec() or standalone.local_spec(args, ident)
     folder.nonce = spec.nonce

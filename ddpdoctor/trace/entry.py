@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddpdoctor.rank.recorder import Recorder
-from ddpdoctor.runfiles import RunFolder
+from ddpdoctor.runfiles import RunFolder, UnsafeRunDir, private_dir
 from ddpdoctor.trace import record as rec
 from ddpdoctor.trace import stacks
 from ddpdoctor.trace.sites import traceback_site
@@ -47,9 +47,10 @@ class Args:
 
 
 def default_run_dir() -> Path:
-    """Ranks of one job must agree on the folder without talking: key it on the launcher's id."""
+    """Ranks of one job must agree on the folder without talking: key it on the launcher's id,
+    in a folder only this user can use (runfiles.private_dir)."""
     key = os.environ.get("TORCHELASTIC_RUN_ID") or os.environ.get("MASTER_PORT") or str(os.getpid())
-    return Path(os.environ.get("TMPDIR", "/tmp")) / f"ddpdoctor-trace-{key}"
+    return private_dir(f"ddpdoctor-trace-{key}")
 
 
 def parse_args(argv: list[str]) -> Args:
@@ -95,6 +96,8 @@ def parse_args(argv: list[str]) -> Args:
         )
     except ValueError as exc:
         raise UsageError(f"bad option value: {exc}") from None
+    except UnsafeRunDir as exc:
+        raise UsageError(f"{exc} (pass --run-dir)") from None
     if config.steps < 0 or config.fingerprint_every < 0 or (config.max_time or 0) < 0:
         raise UsageError("--steps, --max-time and --fingerprint-every must not be negative")
     return Args(config, module, script, argv[i:])
