@@ -471,16 +471,11 @@ def problems(
     ascii_only: AsciiOpt = False,
     debug: DebugOpt = False,
 ) -> None:
-    """List every code ddpdoctor can report (probes, lint rules, log signatures), with why and the fix."""
-    from ddpdoctor.report import catalog, render, schema
+    """List every code ddpdoctor can report (probes, node, lint rules, log signatures), with why
+    and the fix."""
+    from ddpdoctor.report import catalog
 
-    schema.check_writable(json_path)
-    doc = catalog.document()
-    if json_path:
-        schema.write(doc, json_path)
-        if json_path == "-":
-            return
-    render.catalog(doc, ascii_only=ascii_only)
+    raise typer.Exit(catalog.run(catalog.ProblemsArgs(json_path, ascii_only)))
 
 
 def main(argv: list[str] | None = None) -> None:

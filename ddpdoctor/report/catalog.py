@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ddpdoctor.report.problems import Problem
@@ -51,3 +52,23 @@ def document() -> dict[str, Any]:
             for s in ALL_SIGNATURES
         ],
     }
+
+
+@dataclass
+class ProblemsArgs:
+    json_path: str | None = None
+    ascii_only: bool = False
+
+
+def run(args: ProblemsArgs) -> int:
+    """`ddpdoctor problems`: the catalog as a table, or as JSON."""
+    from ddpdoctor.report import render, schema
+
+    schema.check_writable(args.json_path)
+    doc = document()
+    if args.json_path:
+        schema.write(doc, args.json_path)
+        if args.json_path == "-":
+            return 0
+    render.catalog(doc, ascii_only=args.ascii_only)
+    return 0
