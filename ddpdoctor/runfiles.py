@@ -135,6 +135,7 @@ class RankDoc:
     last_check: str | None = None
     checks: dict[str, CheckEntry] = field(default_factory=dict)
     exchange_error: ExchangeError | None = None
+    exchange_bytes: dict[str, int] = field(default_factory=dict)  # sent, received, exchanges
     version: int = VERSION
 
     def to_json(self) -> dict[str, Any]:
