@@ -14,6 +14,7 @@ ignored rather than mixed into this run's report."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import asdict, dataclass, field, fields
@@ -31,9 +32,14 @@ ENTRY_OK, ENTRY_SKIP, ENTRY_ERROR, ENTRY_TIMEOUT = "ok", "skip", "error", "timeo
 T = TypeVar("T")
 
 
+@functools.cache
+def _names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls))
+
+
 def _known(cls: type[T], d: dict[str, Any]) -> dict[str, Any]:
     """The keys of `d` that `cls` declares: a newer writer's extra fields are ignored."""
-    names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    names = _names(cls)
     return {k: v for k, v in d.items() if k in names}
 
 
@@ -209,25 +215,47 @@ class Gathered:
     version: int = VERSION
 
     def to_json(self) -> dict[str, Any]:
+        """Each check's data is written once in full (the lowest rank's, `bases`) and as a delta
+        against it for every other rank: at 16,384 ranks that agree on almost everything, the file
+        holds what differs, not N copies of the same node snapshot."""
+        checks: dict[str, dict[str, Any]] = {}
+        bases: dict[str, Any] = {}
+        for cid, per in self.checks.items():
+            base = next((e.data for _r, e in sorted(per.items()) if e.data), None)
+            if base is not None:
+                bases[cid] = base
+            out = {}
+            for r, e in sorted(per.items()):
+                doc = {k: getattr(e, k) for k in _names(CheckEntry) if k != "data"}
+                if base is None:
+                    doc["data"] = e.data
+                else:
+                    doc["data_delta"] = {} if e.data is base else delta(base, e.data)
+                out[str(r)] = doc
+            checks[cid] = out
         return {
             "version": self.version,
             "nonce": self.nonce,
-            "checks": {
-                cid: {str(r): e.to_json() for r, e in sorted(per.items())}
-                for cid, per in self.checks.items()
-            },
+            "bases": bases,
+            "checks": checks,
             "ranks": {str(r): asdict(i) for r, i in sorted(self.ranks.items())},
             "liveness": {str(r): asdict(p) for r, p in sorted(self.liveness.items())},
         }
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Gathered:
+        bases = d.get("bases") or {}
+        checks: dict[str, dict[int, CheckEntry]] = {}
+        for cid, per in (d.get("checks") or {}).items():
+            base = bases.get(cid)
+            out = checks[str(cid)] = {}
+            for r, e in (per or {}).items():
+                if base is not None and "data_delta" in e:
+                    e = {**e, "data": patch(base, e["data_delta"])}
+                out[int(r)] = CheckEntry.from_json(e)
         return cls(
             nonce=str(d.get("nonce") or ""),
-            checks={
-                str(cid): {int(r): CheckEntry.from_json(e) for r, e in (per or {}).items()}
-                for cid, per in (d.get("checks") or {}).items()
-            },
+            checks=checks,
             ranks={
                 int(r): Identity(**_known(Identity, i)) for r, i in (d.get("ranks") or {}).items()
             },
@@ -236,6 +264,47 @@ class Gathered:
             },
             version=int(d.get("version") or VERSION),
         )
+
+
+_GONE = "$gone"  # a key of the base that this rank's data does not have
+
+
+def delta(base: Any, value: Any) -> Any:
+    """What `value` changes in `base`: for two dicts, the keys that differ (recursively; a key
+    the base has and value lacks maps to {"$gone": true}); otherwise `value` itself, wrapped so a
+    dict value is not mistaken for a delta."""
+    if not (isinstance(base, dict) and isinstance(value, dict)):
+        return {"$set": value}
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        if k not in base:
+            out[k] = {"$set": v}
+        elif base[k] != v:
+            out[k] = delta(base[k], v)
+    for k in base:
+        if k not in value:
+            out[k] = {_GONE: True}
+    return out
+
+
+def patch(base: Any, change: Any) -> Any:
+    """`delta` undone. Unchanged parts are the base's own objects, shared, not copied: the
+    reader's memory grows with what differs between ranks."""
+    if not isinstance(change, dict):
+        return change
+    if "$set" in change:
+        return change["$set"]
+    if not isinstance(base, dict):
+        return base
+    if not change:
+        return base
+    out = dict(base)
+    for k, c in change.items():
+        if isinstance(c, dict) and c.get(_GONE) is True and len(c) == 1:
+            out.pop(k, None)
+        else:
+            out[k] = patch(base.get(k), c)
+    return out
 
 
 def write_json(path: Path, data: Any) -> None:

@@ -96,6 +96,26 @@ def _public(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in (data or {}).items() if not k.startswith("_")}
 
 
+DETAIL_RANKS = (
+    256  # beyond this, a check's per-rank data in the report is cut to what findings name
+)
+
+
+def _rank_details(
+    entries: dict[int, CheckEntry], findings: list[Finding]
+) -> dict[int, dict[str, Any]]:
+    """Every rank's public data, up to DETAIL_RANKS ranks; beyond, every rank's status and the
+    data of the ranks the findings name (the first DETAIL_RANKS of them): the JSON stays a few MB
+    at 16,384 ranks, and gathered.json in the run folder keeps everything."""
+    if len(entries) <= DETAIL_RANKS:
+        return {r: _public(e.data) | {"status": e.status} for r, e in entries.items()}
+    named = sorted({r for f in findings for r in f.ranks if r in entries})[:DETAIL_RANKS]
+    out: dict[int, dict[str, Any]] = {r: {"status": e.status} for r, e in entries.items()}
+    for r in named:
+        out[r] = _public(entries[r].data) | {"status": entries[r].status}
+    return out
+
+
 def _judge_check(cid: str, entries: dict[int, CheckEntry], world: World) -> CheckResult:
     mod = registry.load(cid)
     if entries and all(e.status == SKIP for e in entries.values()):
@@ -141,7 +161,7 @@ def _judge_check(cid: str, entries: dict[int, CheckEntry], world: World) -> Chec
         status,
         summary,
         findings,
-        ranks={r: _public(e.data) | {"status": e.status} for r, e in entries.items()},
+        ranks=_rank_details(entries, findings),
         duration_s=max(durations) if durations else None,
         metrics=metrics,
     )

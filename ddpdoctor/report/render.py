@@ -96,7 +96,7 @@ class Out:
         self.con.print(text.translate(ASCII) if self.ascii_only else text, **kw)
 
 
-def rows(checks: list[CheckResult], out: Out, verbose: bool = False) -> None:
+def rows(checks: list[CheckResult], out: Out, verbose: bool = False, world_size: int = 0) -> None:
     """A row per check: its mark, title and summary, then each finding with its fix."""
     from ddpdoctor.report.ranks import ranks_txt
 
@@ -190,29 +190,50 @@ def report(
 
 
 def _hosts_table(rep: Report, con: Console, out: Out) -> None:
+    """One row per group of hosts that read the same (versions, interface, MTU, device count):
+    1,024 healthy nodes are one row, an odd node a row of its own."""
     from rich import box
 
-    from ddpdoctor.report.ranks import fmt_ranks
+    from ddpdoctor.report.ranks import fmt_ranks, hosts_txt
 
     table = Table(
         title="Hosts", title_justify="left", box=box.ASCII if out.ascii_only else box.HEAVY_HEAD
     )
     for col in ("host", "ranks", "devices", "torch", "NCCL", "driver", "interface", "MTU"):
         table.add_column(col, overflow="fold")
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for h in rep.hosts:
         v, n = h.get("versions") or {}, h.get("net") or {}
-        table.add_row(
-            h["host"],
-            fmt_ranks(h["ranks"]),
-            ", ".join(sorted(set(h.get("devices") or []))),
+        devices = sorted(set(h.get("devices") or []))
+        key = (
+            _devices_txt(devices),
             str(v.get("torch") or ""),
             str(v.get("nccl") or "-"),
             str(v.get("driver") or "-"),
             str(n.get("interface") or "?"),
             str(n.get("mtu") or "?"),
         )
+        groups.setdefault(key, []).append(h)
+    for key, hosts in sorted(groups.items(), key=lambda kv: -len(kv[1]))[:12]:
+        names = [h["host"] for h in hosts]
+        where = hosts_txt(names) if len(names) <= 8 else f"{len(names):,} hosts"
+        ranks = fmt_ranks(r for h in hosts for r in h["ranks"])
+        table.add_row(where, ranks, *key)
     out()
     con.print(table)
+    if len(groups) > 12:
+        out(f"    … and {len(groups) - 12:,} more kinds of host (see --json)")
+
+
+def _devices_txt(devices: list[str]) -> str:
+    """['cuda:0', ..., 'cuda:7'] -> 'cuda:0-7'; other lists as they are."""
+    from ddpdoctor.report.ranks import fmt_ranks
+
+    kinds = {d.partition(":")[0] for d in devices}
+    numbers = [d.partition(":")[2] for d in devices]
+    if len(kinds) == 1 and len(devices) > 2 and all(n.isdigit() for n in numbers):
+        return f"{kinds.pop()}:{fmt_ranks(int(n) for n in numbers)}"
+    return ", ".join(devices)
 
 
 def _verbose(rep: Report, con: Console, out: Out) -> None:

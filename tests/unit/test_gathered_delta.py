@@ -1,0 +1,46 @@
+"""gathered.json stores each check's data once in full and as deltas for the other ranks: the
+round trip must give every rank its own data back, whatever differs (values, nested keys, keys
+added or missing, a dict replaced by a list), and share the unchanged parts instead of copying."""
+
+from __future__ import annotations
+
+import json
+
+from ddpdoctor.runfiles import CheckEntry, Gathered, Identity, delta, patch
+
+
+def snap(rank: int) -> dict:
+    return {
+        "vars": {"RANK": str(rank), "WORLD_SIZE": "3", "NCCL_IB_HCA": "mlx5"},
+        "snapshot": {"network": {"mtu": 4092, "nics": ["ib0", "ib1"]}, "cpu": {"load": rank}},
+        "host": "node-a",
+    }
+
+
+def test_round_trip_keeps_each_rank_data() -> None:
+    odd = snap(2)
+    odd["vars"].pop("NCCL_IB_HCA")
+    odd["snapshot"]["network"] = ["not", "a", "dict"]
+    odd["extra"] = {"$set": 1}  # data that looks like the delta syntax survives too
+    entries = {0: snap(0), 1: snap(1), 2: odd, 3: {}}
+    g = Gathered(nonce="n", ranks={r: Identity(host="node-a", pid=r) for r in entries})
+    g.checks["env"] = {
+        r: CheckEntry(status="ok", data=d, duration_s=0.1) for r, d in entries.items()
+    }
+    g.checks["failed"] = {0: CheckEntry(status="error", error="boom")}
+    text = json.dumps(g.to_json())
+    back = Gathered.from_json(json.loads(text))
+    assert {r: e.data for r, e in back.checks["env"].items()} == entries
+    assert back.checks["env"][1].duration_s == 0.1 and back.checks["failed"][0].error == "boom"
+    assert back.ranks[2].pid == 2
+    # what ranks 0 and 1 agree on is stored once and shared after reading
+    assert text.count("mlx5") == 1
+    env = back.checks["env"]
+    assert env[1].data["snapshot"]["network"] is env[0].data["snapshot"]["network"]
+
+
+def test_delta_is_what_differs() -> None:
+    assert delta(snap(0), snap(0)) == {}
+    d = delta(snap(0), snap(5))
+    assert d == {"vars": {"RANK": {"$set": "5"}}, "snapshot": {"cpu": {"load": {"$set": 5}}}}
+    assert patch(snap(0), d) == snap(5)
