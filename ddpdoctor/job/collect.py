@@ -32,7 +32,15 @@ from ddpdoctor.report.model import (
     status_from,
 )
 from ddpdoctor.report.ranks import ranks_txt
-from ddpdoctor.runfiles import CheckEntry, Gathered, Heartbeat, JobSpec, RankDoc, RunFolder
+from ddpdoctor.runfiles import (
+    CheckEntry,
+    Gathered,
+    Heartbeat,
+    JobSpec,
+    RankDoc,
+    RunFolder,
+    paused_gc,
+)
 
 
 @dataclass
@@ -176,6 +184,16 @@ def assemble(
     """Build the report from whatever the run left behind. `launch_problems` are faults found
     before or by the launcher itself (a busy port, torchrun dying): they go in the row of the
     check that creates the process group."""
+    with paused_gc():  # millions of live objects at 16k ranks: see runfiles.paused_gc
+        return _assemble(run_dir, spec, outcome, launch_problems)
+
+
+def _assemble(
+    run_dir: Path,
+    spec: JobSpec,
+    outcome: LaunchOutcome | None,
+    launch_problems: list[Finding] | None,
+) -> Report:
     files = read(run_dir, spec.nonce)
     docs, beats, by_check = files.docs, files.beats, files.by_check
     world_size = spec.world_size
@@ -251,9 +269,16 @@ def assemble(
         checks=checks,
         ranks=states,
         root_cause=_root_json(root, launch_problems, group_row),
-        launch=_launch_json(run_dir, spec, outcome, node_view),
+        launch=_launch_json(run_dir, spec, outcome, node_view) | _exchange_bytes(docs),
         hosts=_hosts(states, by_check),
     )
+
+
+def _exchange_bytes(docs: dict[int, RankDoc]) -> dict[str, Any]:
+    """The result exchanges' payload bytes of this node's ranks (`-v`; the scale test asserts on
+    them): rank 0 receives N documents, the others 24 bytes per check."""
+    seen = {str(r): d.exchange_bytes for r, d in sorted(docs.items()) if d.exchange_bytes}
+    return {"exchange_bytes": seen} if seen else {}
 
 
 def _launch_json(

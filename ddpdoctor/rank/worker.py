@@ -134,8 +134,8 @@ class Session:
         """Rank 0 after a failure on a multi-node run: who is still alive, and where each is."""
         if self.ctx.rank != 0 or self.rec.pulse is None:
             return
-        self.rec.phase("liveness", "sampling every rank's pulse in the store")
-        view = self.rec.pulse.sample(self.ctx.world_size)
+        self.rec.phase("liveness", "sampling every node's pulse in the store")
+        view = self.rec.pulse.sample(self.ctx.world_size, self.ctx.local_world_size)
         self.gathered.liveness = {int(r): Pulse(**v) for r, v in view.items()}
         self.rec.folder.write_gathered(self.gathered)
 
@@ -172,7 +172,7 @@ def run_checks(
             if not entry.ok:
                 s.broken = "the process group could not be initialised"
             elif ctx.world_size > ctx.local_world_size:
-                rec.pulse = _start_pulse(ctx)
+                rec.pulse = _start_pulse(ctx, rec.folder.path)
         if entry.status == ENTRY_TIMEOUT:
             # A peer is stuck or unreachable: an exchange would only wait for it again. Peers
             # that finished give up on the exchange after its own deadline and skip likewise.
@@ -202,12 +202,22 @@ def _failed_txt(first: int, last: int | None) -> str:
     return f"rank {first} and others up to rank {last}"
 
 
-def _start_pulse(ctx: RankContext) -> object | None:
-    """Several nodes: publish liveness through the rendezvous store (see rank.liveness)."""
+def _start_pulse(ctx: RankContext, run_dir: Path) -> object | None:
+    """Several nodes: the node's first rank publishes the node's liveness through the rendezvous
+    store (see rank.liveness); the other ranks do not touch the store."""
+    if ctx.local_rank != 0:
+        return None
     try:
         from ddpdoctor.rank.liveness import StorePulse
 
-        return StorePulse(f"ddpdoctor/{ctx.options.get('nonce') or 'run'}", ctx.rank, ctx.timeout)
+        return StorePulse(
+            f"ddpdoctor/{ctx.options.get('nonce') or 'run'}",
+            ctx.rank,
+            ctx.timeout,
+            first=ctx.rank,
+            count=ctx.local_world_size,
+            run_dir=run_dir,
+        )
     except Exception:  # noqa: BLE001 - without it, remote ranks are judged from what they exchanged
         return None
 

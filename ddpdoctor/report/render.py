@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ddpdoctor.report.model import CheckResult, Report
+from ddpdoctor.report.model import CheckResult, Finding, Report
 from ddpdoctor.report.units import human_bytes
 from ddpdoctor.runfiles import Heartbeat
 
@@ -106,7 +106,8 @@ def rows(checks: list[CheckResult], out: Out, verbose: bool = False, world_size:
             f"{_mark(MARKS, c.status, out.ascii_only)} [bold]{escape(c.title)}[/] — "
             f"{escape(c.summary)}"
         )
-        for f in c.findings:
+        shown, more = _capped_findings(c.findings)
+        for f in shown:
             named = f.message.startswith(("rank ", "ranks "))
             who = f" [dim]({ranks_txt(f.ranks)})[/]" if f.ranks and not named else ""
             out(
@@ -116,8 +117,31 @@ def rows(checks: list[CheckResult], out: Out, verbose: bool = False, world_size:
             )
             if f.hint:
                 out(f"        [dim]{arrow} {escape(f.hint)}[/]")
+        for code, (n, ranks) in more.items():
+            out(f"    [dim]… and {n:,} more {code} ({ranks_txt(ranks)}; all in --json)[/]")
         if verbose and c.duration_s is not None:
             out(f"        [dim]took {c.duration_s:.2f} s[/]")
+
+
+MAX_PER_CODE = 3  # findings of one code printed in a row; the rest are counted
+
+
+def _capped_findings(
+    findings: list[Finding],
+) -> tuple[list[Finding], dict[str, tuple[int, list[int]]]]:
+    """The findings to print and, per code, how many more there are and the ranks they name: a
+    bad node gives 8 findings of one kind, 16,384 bad ranks give 3 and a count."""
+    seen: dict[str, int] = {}
+    shown: list[Finding] = []
+    left: dict[str, list[int]] = {}
+    for f in findings:
+        seen[f.code] = seen.get(f.code, 0) + 1
+        if seen[f.code] <= MAX_PER_CODE:
+            shown.append(f)
+        else:
+            left.setdefault(f.code, []).extend(f.ranks)
+    more = {code: (seen[code] - MAX_PER_CODE, ranks) for code, ranks in left.items()}
+    return shown, more
 
 
 def count_line(checks: list[CheckResult], status: str, seconds: float | None, out: Out) -> None:
@@ -261,11 +285,34 @@ def _verbose(rep: Report, con: Console, out: Out) -> None:
         )
     out()
     con.print(table)
+    _exchange_line(rep, out)
     cmd = rep.launch.get("command")
     if cmd:
         import shlex
 
         out(f"[dim]torchrun command:[/] {escape(shlex.join(cmd))}", soft_wrap=True)
+
+
+def _exchange_line(rep: Report, out: Out) -> None:
+    """What the result exchanges cost: rank 0 receives everything, the others a constant."""
+    seen = {int(r): b for r, b in (rep.launch.get("exchange_bytes") or {}).items()}
+    if not seen:
+        return
+    parts = []
+    if 0 in seen:
+        b = seen[0]
+        parts.append(
+            f"rank 0 received {human_bytes(b.get('received', 0))} in "
+            f"{b.get('exchanges', 0)} exchanges"
+        )
+    others = [b for r, b in seen.items() if r != 0]
+    if others:
+        recv = max(b.get("received", 0) for b in others)
+        sent = max(b.get("sent", 0) for b in others)
+        parts.append(
+            f"other ranks here at most {human_bytes(sent)} sent, {human_bytes(recv)} received"
+        )
+    out(f"[dim]Result exchange:[/] {'; '.join(parts)}")
 
 
 def _sweep(doc: dict[str, Any], out: Out, ascii_only: bool) -> None:

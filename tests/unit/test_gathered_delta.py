@@ -28,11 +28,16 @@ def test_round_trip_keeps_each_rank_data() -> None:
         r: CheckEntry(status="ok", data=d, duration_s=0.1) for r, d in entries.items()
     }
     g.checks["failed"] = {0: CheckEntry(status="error", error="boom")}
+    g.checks["empty"] = {0: CheckEntry(status="ok"), 1: CheckEntry(status="skip", reason="r")}
     text = json.dumps(g.to_json())
     back = Gathered.from_json(json.loads(text))
     assert {r: e.data for r, e in back.checks["env"].items()} == entries
     assert back.checks["env"][1].duration_s == 0.1 and back.checks["failed"][0].error == "boom"
     assert back.ranks[2].pid == 2
+    assert [(e.status, e.reason, e.data) for e in back.checks["empty"].values()] == [
+        ("ok", "", {}),
+        ("skip", "r", {}),
+    ]
     # what ranks 0 and 1 agree on is stored once and shared after reading
     assert text.count("mlx5") == 1
     env = back.checks["env"]
@@ -42,5 +47,5 @@ def test_round_trip_keeps_each_rank_data() -> None:
 def test_delta_is_what_differs() -> None:
     assert delta(snap(0), snap(0)) == {}
     d = delta(snap(0), snap(5))
-    assert d == {"vars": {"RANK": {"$set": "5"}}, "snapshot": {"cpu": {"load": {"$set": 5}}}}
+    assert d == {"vars": {"RANK": "5"}, "snapshot": {"cpu": {"load": 5}}}
     assert patch(snap(0), d) == snap(5)
