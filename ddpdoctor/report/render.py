@@ -416,6 +416,47 @@ def bench(
         out(f"[dim]Rank files and logs: {run_dir}[/]")
 
 
+PER_RANK_LINES = 8  # up to one node: a line per rank; beyond, one bar
+
+
+def progress_lines(beats: dict[int, Heartbeat], now: float | None = None) -> list[str]:
+    """A line per rank for one node's worth of ranks; beyond, a bar of checks × ranks done and
+    the slowest rank (furthest behind, then longest in its phase), so the display keeps its size."""
+    import time
+
+    from ddpdoctor import registry
+
+    if len(beats) <= PER_RANK_LINES:
+        lines = []
+        for r in sorted(beats):
+            b = beats[r]
+            state = "done" if b.finished else f"{b.check or 'starting'}: {b.phase}"
+            lines.append(f"  rank {r:>3}  {escape(str(state))}")
+        return lines
+    order = list(registry.BUILTIN)
+    extra = sorted({b.check for b in beats.values() if b.check and b.check not in order})
+    order += extra
+    n = len(order)
+
+    def done(b: Heartbeat) -> int:
+        return n if b.finished else order.index(b.check) if b.check in order else 0
+
+    total, got = n * len(beats), sum(done(b) for b in beats.values())
+    width = 30
+    filled = width * got // total if total else 0
+    bar = "#" * filled + "-" * (width - filled)
+    line = f"  checks × ranks done [{bar}] {got:,}/{total:,}"
+    behind = [b for b in beats.values() if not b.finished]
+    if behind:
+        now = time.time() if now is None else now
+        slow = min(behind, key=lambda b: (done(b), b.t_phase or now, b.rank))
+        line += (
+            f" · slowest: rank {slow.rank} ({escape(slow.host or '?')}) in {slow.check or 'start-up'}"
+            f" ({escape(str(slow.phase))}) for {max(0.0, now - (slow.t_phase or now)):.1f} s"
+        )
+    return [line]
+
+
 class progress:
     """A live one-line status per rank on stderr while the ranks work; silent when stderr is not
     a terminal (CI logs) or when JSON goes to stdout."""
@@ -445,15 +486,11 @@ class progress:
     def tick(self, beats: dict[int, Heartbeat], elapsed: float) -> None:
         if not self.live:
             return
-        lines = [
+        head = (
             f"[bold]{escape(self.title)}[/] · {elapsed:4.1f} s · {len(beats)}/{self.world_size} "
             "ranks reporting"
-        ]
-        for r in sorted(beats)[:16]:
-            b = beats[r]
-            state = "done" if b.finished else f"{b.check or 'starting'}: {b.phase}"
-            lines.append(f"  rank {r:>3}  {escape(str(state))}")
-        self.live.update(Text.from_markup("\n".join(lines)), refresh=True)
+        )
+        self.live.update(Text.from_markup("\n".join([head, *progress_lines(beats)])), refresh=True)
 
     def __exit__(self, *exc: Any) -> None:
         if self.live:

@@ -56,3 +56,21 @@ def test_findings_of_one_code_are_capped_in_the_text() -> None:
     assert text.count("DDP302") == 4  # three shown, then one line that counts the rest
     assert "... and 4,997 more DDP302 (ranks 3-4999; all in --json)" in text
     assert len(text.splitlines()) < 30
+
+
+def test_progress_is_a_line_per_rank_on_one_node_and_a_bar_beyond() -> None:
+    from ddpdoctor.runfiles import Heartbeat
+
+    def beat(r: int, check: str | None, finished: bool = False, t: float = 100.0) -> Heartbeat:
+        return Heartbeat(
+            rank=r, host="n1", check=check, phase="running", t_phase=t, finished=finished
+        )
+
+    few = {r: beat(r, "allreduce") for r in range(4)}
+    assert len(render.progress_lines(few, now=101.0)) == 4
+    many = {r: beat(r, None, finished=True) for r in range(4096)}
+    many[17] = beat(17, "rank_device", t=90.0)  # the furthest behind
+    many[18] = beat(18, "allreduce", t=50.0)
+    (line,) = render.progress_lines(many, now=100.0)
+    assert "24,569/24,576" in line  # 6 checks x 4096 ranks, rank 17 at 2 of 6 and 18 at 3 of 6
+    assert "slowest: rank 17 (n1) in rank_device (running) for 10.0 s" in line
