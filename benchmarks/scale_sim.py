@@ -130,6 +130,7 @@ def rank_data(rank: int, world: int, case: str) -> dict[str, dict[str, Any]]:
             "versions": {"torch": "2.13.0+cu124", "python": "3.11.7", "cuda": "12.4", "nccl": nccl},
             "interfaces": ["lo", "eth0", "ib0", "ib1", "ib2", "ib3"],
             "guarded": [],
+            "net": {"interface": "ib0", "mtu": 4092, "backend": "nccl"},
             "snapshot": _snapshot(rank, local, host, nccl),
         },
         "process_group": {

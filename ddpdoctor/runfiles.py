@@ -259,14 +259,23 @@ class Gathered:
         for cid, per in (d.get("checks") or {}).items():
             base = bases.get(cid)
             out = checks[str(cid)] = {}
-            for r, e in sorted((per or {}).items(), key=lambda kv: int(kv[0])):
-                e = {"status": ENTRY_OK} | {k: v for k, v in e.items() if k in _ENTRY_KEYS}
-                if base is not None and "data_delta" in e:
-                    ref = out.get(int(e.pop("delta_from", -1)))
-                    e["data"] = patch(ref.data if ref else base, e.pop("data_delta"))
-                e.pop("delta_from", None)
-                e.pop("data_delta", None)
-                out[int(r)] = CheckEntry(**e)
+            # the writer lists ranks in order, so the rank a delta is taken from comes first
+            for r, e in (per or {}).items():
+                change = e.get("data_delta")
+                if base is not None and change is not None:
+                    ref = out.get(int(e.get("delta_from", -1)))
+                    data = patch(ref.data if ref else base, change)
+                else:
+                    data = e.get("data") or {}
+                out[int(r)] = CheckEntry(
+                    status=e.get("status", ENTRY_OK),
+                    data=data,
+                    reason=e.get("reason", ""),
+                    error=e.get("error", ""),
+                    traceback=e.get("traceback", ""),
+                    phase=e.get("phase"),
+                    duration_s=e.get("duration_s"),
+                )
         return cls(
             nonce=str(d.get("nonce") or ""),
             checks=checks,
@@ -281,7 +290,6 @@ class Gathered:
 
 
 _ENTRY_FIELDS = ("status", "reason", "error", "traceback", "phase", "duration_s")
-_ENTRY_KEYS = frozenset((*_ENTRY_FIELDS, "data", "data_delta", "delta_from"))
 OK = ENTRY_OK  # the status left out of gathered.json's entries: most of them have it
 _GONE = "$gone"  # a key of the base that this rank's data does not have
 
