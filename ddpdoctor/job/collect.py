@@ -31,7 +31,7 @@ from ddpdoctor.report.model import (
     overall_status,
     status_from,
 )
-from ddpdoctor.report.ranks import ranks_txt
+from ddpdoctor.report.ranks import fmt_ranks, ranks_txt
 from ddpdoctor.runfiles import (
     CheckEntry,
     Gathered,
@@ -112,16 +112,27 @@ DETAIL_RANKS = (
 def _rank_details(
     entries: dict[int, CheckEntry], findings: list[Finding]
 ) -> dict[int, dict[str, Any]]:
-    """Every rank's public data, up to DETAIL_RANKS ranks; beyond, every rank's status and the
-    data of the ranks the findings name (the first DETAIL_RANKS of them): the JSON stays a few MB
-    at 16,384 ranks, and gathered.json in the run folder keeps everything."""
+    """Every rank's public data, up to DETAIL_RANKS ranks; beyond, the data of the ranks the
+    findings name or that did not succeed (the first DETAIL_RANKS of them): the JSON stays small
+    at 16,384 ranks, every rank's status is in `rank_status`, and gathered.json keeps the rest."""
     if len(entries) <= DETAIL_RANKS:
         return {r: _public(e.data) | {"status": e.status} for r, e in entries.items()}
-    named = sorted({r for f in findings for r in f.ranks if r in entries})[:DETAIL_RANKS]
-    out: dict[int, dict[str, Any]] = {r: {"status": e.status} for r, e in entries.items()}
-    for r in named:
-        out[r] = _public(entries[r].data) | {"status": entries[r].status}
-    return out
+    named = {r for f in findings for r in f.ranks if r in entries}
+    named |= {r for r, e in entries.items() if not e.ok}
+    return {
+        r: _public(entries[r].data) | {"status": entries[r].status}
+        for r in sorted(named)[:DETAIL_RANKS]
+    }
+
+
+def _rank_status(entries: dict[int, CheckEntry]) -> dict[str, str]:
+    """{status: '0-4095,4097-16383'}: every rank's status in a few bytes, beyond DETAIL_RANKS."""
+    if len(entries) <= DETAIL_RANKS:
+        return {}
+    by_status: dict[str, list[int]] = {}
+    for r, e in sorted(entries.items()):
+        by_status.setdefault(e.status, []).append(r)
+    return {s: fmt_ranks(rs, limit=None) for s, rs in by_status.items()}
 
 
 def _judge_check(cid: str, entries: dict[int, CheckEntry], world: World) -> CheckResult:
@@ -171,7 +182,7 @@ def _judge_check(cid: str, entries: dict[int, CheckEntry], world: World) -> Chec
         findings,
         ranks=_rank_details(entries, findings),
         duration_s=max(durations) if durations else None,
-        metrics=metrics,
+        metrics=metrics | ({"rank_status": rs} if (rs := _rank_status(entries)) else {}),
     )
 
 

@@ -49,3 +49,19 @@ def test_delta_is_what_differs() -> None:
     d = delta(snap(0), snap(5))
     assert d == {"vars": {"RANK": "5"}, "snapshot": {"cpu": {"load": 5}}}
     assert patch(snap(0), d) == snap(5)
+
+
+def test_report_json_beyond_detail_ranks_keeps_statuses_compressed() -> None:
+    from ddpdoctor.job import collect
+    from ddpdoctor.report import problems
+
+    n = collect.DETAIL_RANKS + 100
+    entries = {r: CheckEntry(status="ok", data={"v": r}) for r in range(n)}
+    entries[7] = CheckEntry(status="error", error="boom")
+    named = [problems.CHECK_CRASHED.finding("odd", [300])]
+    details = collect._rank_details(entries, named)
+    assert sorted(details) == [7, 300] and details[300] == {"v": 300, "status": "ok"}
+    assert collect._rank_status(entries) == {"ok": f"0-6,8-{n - 1}", "error": "7"}
+    small = {r: entries[r] for r in range(4)}
+    assert sorted(collect._rank_details(small, [])) == [0, 1, 2, 3]
+    assert collect._rank_status(small) == {}
