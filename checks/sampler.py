@@ -59,6 +59,40 @@ def run(ctx: Any) -> dict[str, Any]:
     }
 
 
+def _overlap_detail(
+    shards: dict[int, list[int]], counts: Counter[int], padding: int
+) -> tuple[str, list[int]]:
+    """Who overlaps whom, in O(samples) rather than over every pair of ranks: identical shards
+    grouped by digest first (the usual cause: every process built its sampler with one rank),
+    else the pairs that share the most samples, counted over the duplicated samples only."""
+    same: dict[str, list[int]] = {}
+    for r in sorted(shards):
+        same.setdefault(_digest(shards[r]), []).append(r)
+    groups = sorted((rs for rs in same.values() if len(rs) > 1), key=lambda rs: (-len(rs), rs[0]))
+    if groups:
+        parts = [f"{ranks_txt(rs)} draw the same shard" for rs in groups[:3]]
+        if len(groups) > 3:
+            parts.append(f"… and {len(groups) - 3:,} more groups")
+        why = "RANK is not set per process?" if len(groups[0]) > 2 else "same rank given to both?"
+        detail = "; ".join(parts) + f" (identical shards: {why})"
+        return detail, sorted(r for rs in groups for r in rs)
+    holders: dict[int, list[int]] = {}
+    for r in sorted(shards):
+        for i in shards[r]:
+            if counts[i] > 1:
+                holders.setdefault(i, []).append(r)
+    shared: Counter[tuple[int, int]] = Counter()
+    for rs in holders.values():
+        if len(rs) <= 16:  # a sample on every rank says nothing about which pair is worst
+            shared.update(combinations(rs, 2))
+    worst = [(p, k) for p, k in shared.most_common() if k > padding][:3]
+    detail = "; ".join(f"ranks {a},{b} share {k} samples" for (a, b), k in worst)
+    involved = sorted({r for rs in holders.values() for r in rs})
+    if not worst:
+        detail = f"{ranks_txt(involved)} hold samples other ranks hold too"
+    return detail, sorted({r for (a, b), _k in worst for r in (a, b)}) or involved
+
+
 def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     shards = {r: d["_epoch0"] for r, d in per_rank.items() if "_epoch0" in d}
     if not shards:
@@ -81,17 +115,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     counts = Counter(i for s in shards.values() for i in s)
     extra = sum(c - 1 for c in counts.values() if c > 1)
     if extra > padding:
-        pairs = [
-            (a, b, len(set(shards[a]) & set(shards[b]))) for a, b in combinations(sorted(shards), 2)
-        ]
-        worst = sorted((p for p in pairs if p[2] > padding), key=lambda p: -p[2])[:3]
-        same = [(a, b) for a, b in combinations(sorted(shards), 2) if shards[a] == shards[b]]
-        detail = "; ".join(f"ranks {a},{b} share {k} samples" for a, b, k in worst)
-        if same:
-            detail = "; ".join(
-                f"ranks {a},{b} have identical shards (same rank given to both?)" for a, b in same
-            )
-        ranks = sorted({r for a, b, _k in worst for r in (a, b)} | {r for p in same for r in p})
+        detail, ranks = _overlap_detail(shards, counts, padding)
         findings.append(
             problems.SHARD_OVERLAP.finding(
                 f"{extra - padding} samples are trained on by more than one rank: {detail}",

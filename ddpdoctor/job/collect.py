@@ -31,8 +31,16 @@ from ddpdoctor.report.model import (
     overall_status,
     status_from,
 )
-from ddpdoctor.report.ranks import ranks_txt
-from ddpdoctor.runfiles import CheckEntry, Gathered, Heartbeat, JobSpec, RankDoc, RunFolder
+from ddpdoctor.report.ranks import fmt_ranks, ranks_txt
+from ddpdoctor.runfiles import (
+    CheckEntry,
+    Gathered,
+    Heartbeat,
+    JobSpec,
+    RankDoc,
+    RunFolder,
+    paused_gc,
+)
 
 
 @dataclass
@@ -96,6 +104,37 @@ def _public(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in (data or {}).items() if not k.startswith("_")}
 
 
+DETAIL_RANKS = (
+    256  # beyond this, a check's per-rank data in the report is cut to what findings name
+)
+
+
+def _rank_details(
+    entries: dict[int, CheckEntry], findings: list[Finding]
+) -> dict[int, dict[str, Any]]:
+    """Every rank's public data, up to DETAIL_RANKS ranks; beyond, the data of the ranks the
+    findings name or that did not succeed (the first DETAIL_RANKS of them): the JSON stays small
+    at 16,384 ranks, every rank's status is in `rank_status`, and gathered.json keeps the rest."""
+    if len(entries) <= DETAIL_RANKS:
+        return {r: _public(e.data) | {"status": e.status} for r, e in entries.items()}
+    named = {r for f in findings for r in f.ranks if r in entries}
+    named |= {r for r, e in entries.items() if not e.ok}
+    return {
+        r: _public(entries[r].data) | {"status": entries[r].status}
+        for r in sorted(named)[:DETAIL_RANKS]
+    }
+
+
+def _rank_status(entries: dict[int, CheckEntry]) -> dict[str, str]:
+    """{status: '0-4095,4097-16383'}: every rank's status in a few bytes, beyond DETAIL_RANKS."""
+    if len(entries) <= DETAIL_RANKS:
+        return {}
+    by_status: dict[str, list[int]] = {}
+    for r, e in sorted(entries.items()):
+        by_status.setdefault(e.status, []).append(r)
+    return {s: fmt_ranks(rs, limit=None) for s, rs in by_status.items()}
+
+
 def _judge_check(cid: str, entries: dict[int, CheckEntry], world: World) -> CheckResult:
     mod = registry.load(cid)
     if entries and all(e.status == SKIP for e in entries.values()):
@@ -141,9 +180,9 @@ def _judge_check(cid: str, entries: dict[int, CheckEntry], world: World) -> Chec
         status,
         summary,
         findings,
-        ranks={r: _public(e.data) | {"status": e.status} for r, e in entries.items()},
+        ranks=_rank_details(entries, findings),
         duration_s=max(durations) if durations else None,
-        metrics=metrics,
+        metrics=metrics | ({"rank_status": rs} if (rs := _rank_status(entries)) else {}),
     )
 
 
@@ -157,6 +196,17 @@ def assemble(
     """Build the report from whatever the run left behind. `launch_problems` are faults found
     before or by the launcher itself (a busy port, torchrun dying): they go in the row of the
     check that creates the process group."""
+    with paused_gc():  # millions of live objects at 16k ranks: see runfiles.paused_gc
+        return _assemble(run_dir, spec, outcome, launch_problems, dumps)
+
+
+def _assemble(
+    run_dir: Path,
+    spec: JobSpec,
+    outcome: LaunchOutcome | None,
+    launch_problems: list[Finding] | None,
+    dumps: dict[int, str] | None,
+) -> Report:
     files = read(run_dir, spec.nonce)
     docs, beats, by_check = files.docs, files.beats, files.by_check
     world_size = spec.world_size
@@ -236,9 +286,16 @@ def assemble(
         checks=checks,
         ranks=states,
         root_cause=_root_json(root, launch_problems, group_row),
-        launch=launch_json(run_dir, spec, outcome, node_view),
+        launch=launch_json(run_dir, spec, outcome, node_view) | _exchange_bytes(docs),
         hosts=hosts_table(states, by_check),
     )
+
+
+def _exchange_bytes(docs: dict[int, RankDoc]) -> dict[str, Any]:
+    """The result exchanges' payload bytes of this node's ranks (`-v`; the scale test asserts on
+    them): rank 0 receives N documents, the others 24 bytes per check."""
+    seen = {str(r): d.exchange_bytes for r, d in sorted(docs.items()) if d.exchange_bytes}
+    return {"exchange_bytes": seen} if seen else {}
 
 
 def launch_json(

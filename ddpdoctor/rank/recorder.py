@@ -118,6 +118,16 @@ class Recorder:
             self.doc.exchange_error = ExchangeError(check_id, error)
             self._write_doc()
 
+    def count_exchange(self, sent: int, received: int) -> None:
+        """Bytes of the result exchanges so far, so `-v` and the scale test can show they stay
+        flat in N on every rank but 0."""
+        with self.lock:
+            b = self.doc.exchange_bytes
+            b["sent"] = b.get("sent", 0) + sent
+            b["received"] = b.get("received", 0) + received
+            b["exchanges"] = b.get("exchanges", 0) + 1
+            self._write_doc()
+
     def finish(self) -> None:
         self._stop.set()
         now = time.time()

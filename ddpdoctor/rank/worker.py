@@ -2,9 +2,9 @@
 
 Every rank runs the selected checks in registry order, writes its own rank file after each check
 and a heartbeat while it works, and after each check all ranks exchange their results over a
-separate gloo group. That exchange both gives rank 0 everything (it writes gathered.json, the
-source of the report on multi-node runs) and lets every rank take the same skip decision after a
-failure, so collectives always pair up. Started by the user's own launcher (no spec file), rank 0
+separate gloo group. That exchange gives rank 0 everything (it writes gathered.json, the source
+of the report on multi-node runs) and, through a tiny all-reduce, lets every rank take the same
+skip decision after a failure, so collectives always pair up. Started by the user's own launcher (no spec file), rank 0
 also prints the report itself (`ddpdoctor.rank.standalone`).
 """
 
@@ -88,15 +88,16 @@ class Session:
         rec: Recorder,
         spec: JobSpec,
         checks: Mapping[str, Check],
-        gather: exchange.Gather,
+        share: exchange.Exchange,
     ) -> None:
-        self.ctx, self.rec, self.spec, self.checks, self.gather = ctx, rec, spec, checks, gather
+        self.ctx, self.rec, self.spec, self.checks, self.exchange = ctx, rec, spec, checks, share
         self.broken: str | None = None
         self.can_gather = False
         self.gathered = Gathered(nonce=spec.nonce)
 
     def share(self, cid: str, entry: CheckEntry) -> None:
-        """All ranks share this check's result over the control group; rank 0 keeps them all."""
+        """Send this check's result toward rank 0 (it keeps them all) and learn, with every other
+        rank, whether the check failed anywhere: what a rank receives does not grow with N."""
         ctx = self.ctx
         self.rec.phase(cid, "exchanging results")
         mine = {
@@ -106,33 +107,37 @@ class Session:
             "entry": entry.to_json(),
         }
         try:
-            everyone = self.gather(mine, ctx.world_size, ctx.control)
+            got = self.exchange(mine, entry.failed, ctx.rank, ctx.world_size, ctx.control)
         except Exception as exc:  # noqa: BLE001
             self.rec.exchange_failed(cid, _short_error(exc))
             self.can_gather = False
             self.broken = self.broken or f"ranks could not exchange results after {cid}"
             return
-        received = {
-            int(e["rank"]): CheckEntry.from_json(e["entry"])
-            for e in everyone
-            if isinstance(e, dict) and isinstance(e.get("entry"), dict)
-        }
-        if ctx.rank == 0:
-            self.gathered.checks[cid] = received
-            for e in everyone:
-                if isinstance(e, dict) and isinstance(e.get("identity"), dict):
-                    self.gathered.ranks[int(e["rank"])] = Identity(**e["identity"])
-            self.rec.folder.write_gathered(self.gathered)
-        bad = sorted(r for r, e in received.items() if e.failed)
-        if bad and not self.broken and self.checks[cid].COLLECTIVE:
-            self.broken = f"{cid} failed on rank {', '.join(map(str, bad))}"
+        self.rec.count_exchange(got.sent, got.received)
+        if ctx.rank == 0 and got.docs is not None:
+            self._keep(cid, got.docs)
+        if got.first_failed is not None and not self.broken and self.checks[cid].COLLECTIVE:
+            self.broken = f"{cid} failed on {_failed_txt(got.first_failed, got.last_failed)}"
+
+    def _keep(self, cid: str, docs: list[object]) -> None:
+        """Rank 0: every rank's entry and identity into gathered.json, rewritten after each check so
+        a later failure loses nothing already exchanged."""
+        per = self.gathered.checks.setdefault(cid, {})
+        for e in docs:
+            if not isinstance(e, dict) or not isinstance(e.get("entry"), dict):
+                continue
+            rank = int(e["rank"])
+            per[rank] = CheckEntry.from_json(e["entry"])
+            if isinstance(e.get("identity"), dict):
+                self.gathered.ranks[rank] = Identity(**e["identity"])
+        self.rec.folder.write_gathered(self.gathered)
 
     def sample_liveness(self) -> None:
         """Rank 0 after a failure on a multi-node run: who is still alive, and where each is."""
         if self.ctx.rank != 0 or self.rec.pulse is None:
             return
-        self.rec.phase("liveness", "sampling every rank's pulse in the store")
-        view = self.rec.pulse.sample(self.ctx.world_size)
+        self.rec.phase("liveness", "sampling every node's pulse in the store")
+        view = self.rec.pulse.sample(self.ctx.world_size, self.ctx.local_world_size)
         self.gathered.liveness = {int(r): Pulse(**v) for r, v in view.items()}
         self.rec.folder.write_gathered(self.gathered)
 
@@ -142,14 +147,14 @@ def run_checks(
     rec: Recorder,
     spec: JobSpec,
     checks: Mapping[str, Check] | None = None,
-    gather: exchange.Gather = exchange.all_gather_json,
+    share: exchange.Exchange = exchange.share_json,
 ) -> None:
-    """The check loop. `checks` and `gather` are the registry's and the gloo exchange unless a
+    """The check loop. `checks` and `share` are the registry's and the gloo exchange unless a
     test gives others; checks the spec did not select run unshown (the group's creator)."""
     selected = list(spec.checks)
     checks = registry.for_run(selected) if checks is None else checks
     order = registry.run_order(checks)
-    s = Session(ctx, rec, spec, checks, gather)
+    s = Session(ctx, rec, spec, checks, share)
     _preload([m for c in order for m in getattr(checks[c], "PRELOAD", ())])
     pending: list[tuple[str, CheckEntry]] = []  # results from before the group existed
     for cid in order:
@@ -169,7 +174,7 @@ def run_checks(
             if not entry.ok:
                 s.broken = "the process group could not be initialised"
             elif ctx.world_size > ctx.local_world_size:
-                rec.pulse = _start_pulse(ctx)
+                rec.pulse = _start_pulse(ctx, rec.folder.path)
         if entry.status == ENTRY_TIMEOUT:
             # A peer is stuck or unreachable: an exchange would only wait for it again. Peers
             # that finished give up on the exchange after its own deadline and skip likewise.
@@ -191,12 +196,30 @@ def run_checks(
         rec.pulse.stop(finished=True)
 
 
-def _start_pulse(ctx: RankContext) -> object | None:
-    """Several nodes: publish liveness through the rendezvous store (see rank.liveness)."""
+def _failed_txt(first: int, last: int | None) -> str:
+    """The skip reason every rank can write from the shared decision alone (the lowest and the
+    highest failed rank; rank 0 alone knows the ranks between)."""
+    if last is None or last == first:
+        return f"rank {first}"
+    return f"rank {first} and others up to rank {last}"
+
+
+def _start_pulse(ctx: RankContext, run_dir: Path) -> object | None:
+    """Several nodes: the node's first rank publishes the node's liveness through the rendezvous
+    store (see rank.liveness); the other ranks do not touch the store."""
+    if ctx.local_rank != 0:
+        return None
     try:
         from ddpdoctor.rank.liveness import StorePulse
 
-        return StorePulse(f"ddpdoctor/{ctx.options.get('nonce') or 'run'}", ctx.rank, ctx.timeout)
+        return StorePulse(
+            f"ddpdoctor/{ctx.options.get('nonce') or 'run'}",
+            ctx.rank,
+            ctx.timeout,
+            first=ctx.rank,
+            count=ctx.local_world_size,
+            run_dir=run_dir,
+        )
     except Exception:  # noqa: BLE001 - without it, remote ranks are judged from what they exchanged
         return None
 

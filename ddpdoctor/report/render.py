@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ddpdoctor.report.model import CheckResult, Report
+from ddpdoctor.report.model import CheckResult, Finding, Report
 from ddpdoctor.report.units import human_bytes
 from ddpdoctor.runfiles import Heartbeat
 
@@ -96,7 +96,7 @@ class Out:
         self.con.print(text.translate(ASCII) if self.ascii_only else text, **kw)
 
 
-def rows(checks: list[CheckResult], out: Out, verbose: bool = False) -> None:
+def rows(checks: list[CheckResult], out: Out, verbose: bool = False, world_size: int = 0) -> None:
     """A row per check: its mark, title and summary, then each finding with its fix."""
     from ddpdoctor.report.ranks import ranks_txt
 
@@ -106,7 +106,8 @@ def rows(checks: list[CheckResult], out: Out, verbose: bool = False) -> None:
             f"{_mark(MARKS, c.status, out.ascii_only)} [bold]{escape(c.title)}[/] — "
             f"{escape(c.summary)}"
         )
-        for f in c.findings:
+        shown, more = _capped_findings(c.findings)
+        for f in shown:
             named = f.message.startswith(("rank ", "ranks "))
             who = f" [dim]({ranks_txt(f.ranks)})[/]" if f.ranks and not named else ""
             at = _where(f.where)
@@ -118,6 +119,8 @@ def rows(checks: list[CheckResult], out: Out, verbose: bool = False) -> None:
             )
             if f.hint:
                 out(f"        [dim]{arrow} {escape(f.hint)}[/]")
+        for code, (n, ranks) in more.items():
+            out(f"    [dim]… and {n:,} more {code} ({ranks_txt(ranks)}; all in --json)[/]")
         if verbose and c.duration_s is not None:
             out(f"        [dim]took {c.duration_s:.2f} s[/]")
 
@@ -130,6 +133,27 @@ def _where(where: dict[str, Any] | None) -> str:
     path = str(where.get("path", ""))
     near = os.path.relpath(path) if os.path.isabs(path) else path
     return f"{path if near.startswith('..') else near}:{where.get('line')}"
+
+
+MAX_PER_CODE = 3  # findings of one code printed in a row; the rest are counted
+
+
+def _capped_findings(
+    findings: list[Finding],
+) -> tuple[list[Finding], dict[str, tuple[int, list[int]]]]:
+    """The findings to print and, per code, how many more there are and the ranks they name: a
+    bad node gives 8 findings of one kind, 16,384 bad ranks give 3 and a count."""
+    seen: dict[str, int] = {}
+    shown: list[Finding] = []
+    left: dict[str, list[int]] = {}
+    for f in findings:
+        seen[f.code] = seen.get(f.code, 0) + 1
+        if seen[f.code] <= MAX_PER_CODE:
+            shown.append(f)
+        else:
+            left.setdefault(f.code, []).extend(f.ranks)
+    more = {code: (seen[code] - MAX_PER_CODE, ranks) for code, ranks in left.items()}
+    return shown, more
 
 
 def count_line(
@@ -206,29 +230,50 @@ def report(
 
 
 def _hosts_table(rep: Report, con: Console, out: Out) -> None:
+    """One row per group of hosts that read the same (versions, interface, MTU, device count):
+    1,024 healthy nodes are one row, an odd node a row of its own."""
     from rich import box
 
-    from ddpdoctor.report.ranks import fmt_ranks
+    from ddpdoctor.report.ranks import fmt_ranks, hosts_txt
 
     table = Table(
         title="Hosts", title_justify="left", box=box.ASCII if out.ascii_only else box.HEAVY_HEAD
     )
     for col in ("host", "ranks", "devices", "torch", "NCCL", "driver", "interface", "MTU"):
         table.add_column(col, overflow="fold")
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for h in rep.hosts:
         v, n = h.get("versions") or {}, h.get("net") or {}
-        table.add_row(
-            h["host"],
-            fmt_ranks(h["ranks"]),
-            ", ".join(sorted(set(h.get("devices") or []))),
+        devices = sorted(set(h.get("devices") or []))
+        key = (
+            _devices_txt(devices),
             str(v.get("torch") or ""),
             str(v.get("nccl") or "-"),
             str(v.get("driver") or "-"),
             str(n.get("interface") or "?"),
             str(n.get("mtu") or "?"),
         )
+        groups.setdefault(key, []).append(h)
+    for key, hosts in sorted(groups.items(), key=lambda kv: -len(kv[1]))[:12]:
+        names = [h["host"] for h in hosts]
+        where = hosts_txt(names) if len(names) <= 8 else f"{len(names):,} hosts"
+        ranks = fmt_ranks(r for h in hosts for r in h["ranks"])
+        table.add_row(where, ranks, *key)
     out()
     con.print(table)
+    if len(groups) > 12:
+        out(f"    … and {len(groups) - 12:,} more kinds of host (see --json)")
+
+
+def _devices_txt(devices: list[str]) -> str:
+    """['cuda:0', ..., 'cuda:7'] -> 'cuda:0-7'; other lists as they are."""
+    from ddpdoctor.report.ranks import fmt_ranks
+
+    kinds = {d.partition(":")[0] for d in devices}
+    numbers = [d.partition(":")[2] for d in devices]
+    if len(kinds) == 1 and len(devices) > 2 and all(n.isdigit() for n in numbers):
+        return f"{kinds.pop()}:{fmt_ranks(int(n) for n in numbers)}"
+    return ", ".join(devices)
 
 
 def _verbose(rep: Report, con: Console, out: Out) -> None:
@@ -256,11 +301,34 @@ def _verbose(rep: Report, con: Console, out: Out) -> None:
         )
     out()
     con.print(table)
+    _exchange_line(rep, out)
     cmd = rep.launch.get("command")
     if cmd:
         import shlex
 
         out(f"[dim]torchrun command:[/] {escape(shlex.join(cmd))}", soft_wrap=True)
+
+
+def _exchange_line(rep: Report, out: Out) -> None:
+    """What the result exchanges cost: rank 0 receives everything, the others a constant."""
+    seen = {int(r): b for r, b in (rep.launch.get("exchange_bytes") or {}).items()}
+    if not seen:
+        return
+    parts = []
+    if 0 in seen:
+        b = seen[0]
+        parts.append(
+            f"rank 0 received {human_bytes(b.get('received', 0))} in "
+            f"{b.get('exchanges', 0)} exchanges"
+        )
+    others = [b for r, b in seen.items() if r != 0]
+    if others:
+        recv = max(b.get("received", 0) for b in others)
+        sent = max(b.get("sent", 0) for b in others)
+        parts.append(
+            f"other ranks here at most {human_bytes(sent)} sent, {human_bytes(recv)} received"
+        )
+    out(f"[dim]Result exchange:[/] {'; '.join(parts)}")
 
 
 def _sweep(doc: dict[str, Any], out: Out, ascii_only: bool) -> None:
@@ -364,6 +432,47 @@ def bench(
         out(f"[dim]Rank files and logs: {run_dir}[/]")
 
 
+PER_RANK_LINES = 8  # up to one node: a line per rank; beyond, one bar
+
+
+def progress_lines(beats: dict[int, Heartbeat], now: float | None = None) -> list[str]:
+    """A line per rank for one node's worth of ranks; beyond, a bar of checks × ranks done and
+    the slowest rank (furthest behind, then longest in its phase), so the display keeps its size."""
+    import time
+
+    from ddpdoctor import registry
+
+    if len(beats) <= PER_RANK_LINES:
+        lines = []
+        for r in sorted(beats):
+            b = beats[r]
+            state = "done" if b.finished else f"{b.check or 'starting'}: {b.phase}"
+            lines.append(f"  rank {r:>3}  {escape(str(state))}")
+        return lines
+    order = list(registry.BUILTIN)
+    extra = sorted({b.check for b in beats.values() if b.check and b.check not in order})
+    order += extra
+    n = len(order)
+
+    def done(b: Heartbeat) -> int:
+        return n if b.finished else order.index(b.check) if b.check in order else 0
+
+    total, got = n * len(beats), sum(done(b) for b in beats.values())
+    width = 30
+    filled = width * got // total if total else 0
+    bar = "#" * filled + "-" * (width - filled)
+    line = f"  checks × ranks done [{bar}] {got:,}/{total:,}"
+    behind = [b for b in beats.values() if not b.finished]
+    if behind:
+        now = time.time() if now is None else now
+        slow = min(behind, key=lambda b: (done(b), b.t_phase or now, b.rank))
+        line += (
+            f" · slowest: rank {slow.rank} ({escape(slow.host or '?')}) in {slow.check or 'start-up'}"
+            f" ({escape(str(slow.phase))}) for {max(0.0, now - (slow.t_phase or now)):.1f} s"
+        )
+    return [line]
+
+
 class progress:
     """A live one-line status per rank on stderr while the ranks work; silent when stderr is not
     a terminal (CI logs) or when JSON goes to stdout."""
@@ -393,15 +502,11 @@ class progress:
     def tick(self, beats: dict[int, Heartbeat], elapsed: float) -> None:
         if not self.live:
             return
-        lines = [
+        head = (
             f"[bold]{escape(self.title)}[/] · {elapsed:4.1f} s · {len(beats)}/{self.world_size} "
             "ranks reporting"
-        ]
-        for r in sorted(beats)[:16]:
-            b = beats[r]
-            state = "done" if b.finished else f"{b.check or 'starting'}: {b.phase}"
-            lines.append(f"  rank {r:>3}  {escape(str(state))}")
-        self.live.update(Text.from_markup("\n".join(lines)), refresh=True)
+        )
+        self.live.update(Text.from_markup("\n".join([head, *progress_lines(beats)])), refresh=True)
 
     def __exit__(self, *exc: Any) -> None:
         if self.live:

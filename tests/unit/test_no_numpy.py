@@ -21,6 +21,9 @@ SCRIPT = textwrap.dedent("""
     dist.init_process_group("gloo", init_method="tcp://127.0.0.1:0", rank=0, world_size=1)
     got = wire.all_gather_json({"rank": 0, "data": {"ünïcode": [1, 2.5, None]}}, 1, dist.group.WORLD)
     assert got == [{"rank": 0, "data": {"ünïcode": [1, 2.5, None]}}], got
+    shared = wire.share_json({"ünïcode": "ë"}, True, 0, 1, dist.group.WORLD)
+    assert shared.docs == [{"ünïcode": "ë"}] and shared.first_failed == 0, shared
+    assert (shared.last_failed, shared.sent, shared.received) == (0, 24, 24), shared
     assert len(_param_digest(torch.nn.Linear(3, 2))) == 12
     dist.destroy_process_group()
     print("ok")

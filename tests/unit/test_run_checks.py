@@ -13,9 +13,10 @@ import pytest
 
 from ddpdoctor import registry
 from ddpdoctor.rank.context import CollectiveTimeout, RankContext
+from ddpdoctor.rank.exchange import Shared
 from ddpdoctor.rank.recorder import Recorder
 from ddpdoctor.rank.worker import run_checks
-from ddpdoctor.runfiles import JobSpec, RunFolder
+from ddpdoctor.runfiles import CheckEntry, JobSpec, RunFolder
 
 ran: list[str] = []
 
@@ -38,19 +39,25 @@ def fake(cid: str, stage: str = registry.NEEDS_GROUP, collective: bool = True, r
 
 
 class FakePeer:
-    """Rank 1 of a 2-rank job: echoes our document as its own, except where told otherwise."""
+    """Rank 1 of a 2-rank job: echoes our document as its own, except where told otherwise, and
+    takes the shared decision from both entries as the real all-reduce would."""
 
     def __init__(self, overrides: dict[str, dict[str, Any]] | None = None, fail_at: str = ""):
         self.overrides, self.fail_at, self.calls = overrides or {}, fail_at, []
 
-    def __call__(self, mine: dict[str, Any], world_size: int, group: Any) -> list[dict[str, Any]]:
+    def __call__(
+        self, mine: dict[str, Any], failed: bool, rank: int, world_size: int, group: Any
+    ) -> Shared:
         assert world_size == 2 and group is not None  # only ever called once a group exists
+        assert rank == 0 and failed == CheckEntry.from_json(mine["entry"]).failed
         cid = mine["check"]
         self.calls.append(cid)
         if cid == self.fail_at:
             raise RuntimeError("Connection closed by peer")
         entry = {**mine["entry"], **self.overrides.get(cid, {})}
-        return [mine, {"rank": 1, "identity": mine["identity"], "entry": entry}]
+        docs = [mine, {"rank": 1, "identity": mine["identity"], "entry": entry}]
+        bad = [d["rank"] for d in docs if CheckEntry.from_json(d["entry"]).failed]
+        return Shared(docs, min(bad, default=None), max(bad, default=None), sent=24, received=48)
 
 
 def loop(tmp_path: Path, checks: dict, peer: FakePeer, selected: list[str] | None = None):  # noqa: ANN201
@@ -59,7 +66,7 @@ def loop(tmp_path: Path, checks: dict, peer: FakePeer, selected: list[str] | Non
     rec = Recorder(folder, 0, 0, "n")
     ctx = RankContext(rank=0, world_size=2, local_rank=0, local_world_size=2, backend="gloo")
     spec = JobSpec(checks=selected or list(checks), timeout=5, backend="gloo", nonce="n")
-    run_checks(ctx, rec, spec, checks=checks, gather=peer)
+    run_checks(ctx, rec, spec, checks=checks, share=peer)
     rec.finish()
     return folder.read_ranks()[0], folder.read_gathered()
 
@@ -79,6 +86,7 @@ def test_stages_order_the_run_and_the_hidden_creator_still_runs(tmp_path: Path) 
     assert peer.calls == ["early", "group", "late"]
     assert set(gathered.checks["late"]) == {0, 1}
     assert doc.finished
+    assert doc.exchange_bytes == {"sent": 72, "received": 144, "exchanges": 3}
 
 
 def test_a_raising_check_is_a_result_and_the_peer_failure_skips_later_collectives(
