@@ -382,7 +382,11 @@ def run(
                 if stuck:
                     verdict, hung = "hung", sorted(set(stuck))
                     reason = f"rank {','.join(map(str, hung))} made no progress"
-                    busy = _cpu_use({r: procs[r] for r in hung if r in procs})
+                    # a rank that computes without progress is stuck too, even if its heartbeat
+                    # crossed the line a tick after the first: it is the likelier culprit
+                    busy = _cpu_use({r: procs[r] for r in unfinished if r in procs})
+                    late = {r for r in busy if idle(r) > spec.timeout}
+                    hung = sorted(set(hung) | late)
                     break
                 if now - started > spec.deadline_s:
                     verdict, hung, reason = (

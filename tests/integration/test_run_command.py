@@ -106,7 +106,7 @@ def test_a_crash_in_the_users_code_names_its_line(tmp_path: Path) -> None:
 
 def test_uneven_batches_hang_is_named_with_each_ranks_line(tmp_path: Path) -> None:
     t0 = time.monotonic()
-    code, output, report = finish(start(tmp_path, "uneven_batches.py", "--timeout", "10"), tmp_path)
+    code, output, report = finish(start(tmp_path, "uneven_batches.py", "--timeout", "6"), tmp_path)
     assert code == 1, output
     assert found(report, "uneven_batches.py") == expected(FIXTURES / "uneven_batches.py")
     states = {r["rank"]: r["state"] for r in report["ranks"]}
@@ -144,7 +144,7 @@ def test_ctrl_c_ends_the_run_with_where_every_rank_was(tmp_path: Path) -> None:
 
 
 def test_a_rank_spinning_in_python_is_named_at_its_line(tmp_path: Path) -> None:
-    code, output, report = finish(start(tmp_path, "spin_rank.py", "--timeout", "10"), tmp_path)
+    code, output, report = finish(start(tmp_path, "spin_rank.py", "--timeout", "6"), tmp_path)
     assert code == 1, output
     assert found(report, "spin_rank.py") >= expected(FIXTURES / "spin_rank.py")
     r1 = next(r for r in report["ranks"] if r["rank"] == 1)
