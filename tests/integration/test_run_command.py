@@ -28,7 +28,8 @@ from trace_harness import expected  # noqa: E402  (the fixtures' `# expect:` com
 def start(tmp: Path, fixture: str, *options: str) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "ddpdoctor", "run", "--nproc", "2", "--run-dir", str(tmp / "run")]
     cmd += ["--json", str(tmp / "report.json"), *options, "--", str(FIXTURES / fixture)]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # in a folder of its own: the user's script writes where it is started (a checkpoint)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp)
 
 
 def finish(proc: subprocess.Popen, tmp: Path, timeout: float = 240) -> tuple[int, str, dict]:
