@@ -34,7 +34,9 @@ LAUNCHER_LOG = "torchrun.log"
 ENTRY_OK, ENTRY_SKIP, ENTRY_ERROR, ENTRY_TIMEOUT = "ok", "skip", "error", "timeout"
 
 LOCK = ".ddpdoctor.lock"
-_OURS = re.compile(r"rank-\d+\.(?:json|beat|log)|(?:trace|spawner)-\d+\.json|stack-\d+\.txt")
+_OURS = re.compile(
+    r"rank-\d+\.(?:json|beat|log)|(?:trace|spawner)-\d+\.json|stack-\d+\.txt|fr-\d+\.json|fr-request"
+)
 
 T = TypeVar("T")
 
@@ -391,6 +393,15 @@ class RunFolder:
     def stack_file(self, rank: int) -> Path:
         """Every thread's Python stack, written by the rank itself on SIGUSR1 (faulthandler)."""
         return self.path / f"stack-{rank}.txt"
+
+    def flight_file(self, rank: int) -> Path:
+        """The rank's flight-recorder dump, written by its side thread on request (rank/flight.py)."""
+        return self.path / f"fr-{rank}.json"
+
+    @property
+    def flight_request(self) -> Path:
+        """Touched by the launcher at a verdict: every rank dumps its flight recorder."""
+        return self.path / "fr-request"
 
     @property
     def spec_file(self) -> Path:

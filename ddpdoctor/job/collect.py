@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ddpdoctor import registry
-from ddpdoctor.job import known_errors, rank_states, stacks
+from ddpdoctor.job import flight, known_errors, rank_states, stacks
 from ddpdoctor.job.launch import LaunchOutcome, tail_text
 from ddpdoctor.report import problems, schema
 from ddpdoctor.report.model import (
@@ -266,6 +266,8 @@ def _assemble(
     group_row = registry.group_check()
     _place_rank_findings(checks, failed, by_check, group_row)
     _place_exchange_errors(checks, docs)
+    flight_found, flight_json = flight.judge(RunFolder(run_dir), world_size, states)
+    _place_flight(checks, flight_found, root)
     if launch_problems and checks:
         first = next((c for c in checks if c.id == group_row), checks[0])
         first.findings[:0] = launch_problems
@@ -286,9 +288,23 @@ def _assemble(
         checks=checks,
         ranks=states,
         root_cause=_root_json(root, launch_problems, group_row),
-        launch=launch_json(run_dir, spec, outcome, node_view) | _exchange_bytes(docs),
+        launch=launch_json(run_dir, spec, outcome, node_view)
+        | _exchange_bytes(docs)
+        | ({"flight": flight_json} if flight_json else {}),
         hosts=hosts_table(states, by_check),
     )
+
+
+def _place_flight(checks: list[CheckResult], found: list[Finding], root: RankState | None) -> None:
+    """The flight recorder's findings go to the check the run stopped in (the root cause's)."""
+    if not found or not checks:
+        return
+    row = next((c for c in checks if root is not None and c.id == root.last_check), None)
+    if row is None:
+        row = next((c for c in reversed(checks) if c.status != SKIP), checks[-1])
+    row.findings.extend(found)
+    if row.status not in (ERROR, TIMEOUT):
+        row.status = status_from(row.findings)
 
 
 def _exchange_bytes(docs: dict[int, RankDoc]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ddpdoctor import registry
-from ddpdoctor.rank import exchange, standalone
+from ddpdoctor.rank import exchange, flight, standalone
 from ddpdoctor.rank.context import RankContext, faults_from_env, is_timeout_error
 from ddpdoctor.rank.recorder import Recorder
 from ddpdoctor.registry import Check
@@ -284,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     rec = Recorder(folder, ident.rank, ident.local_rank, spec.nonce)
     _take_sigterm(rec)
     stacks.install(folder.stack_file(ident.rank))  # the launcher asks for them at a verdict
+    flight.enable()  # before any process group exists
+    flight.watch(folder, ident.rank)  # and its dump, at the same moment
 
     ctx = RankContext(
         rank=ident.rank,
