@@ -157,6 +157,10 @@ def analyze(dumps: list[Dump], world_size: int | None = None) -> Flight:
     return Flight(sorted(d.rank for d in dumps), world, [_group(i, dumps, world) for i in ids])
 
 
+def _is(ranks: list[int]) -> str:
+    return "is" if len(ranks) == 1 else "are"
+
+
 def _at(rank: int, where: dict[int, list[str]]) -> str:
     frames = where.get(rank) or []
     if not frames:
@@ -190,7 +194,7 @@ def _findings(f: Flight, where: dict[int, list[str]], who: dict[int, str]) -> li
         site = f" (called at {g.site})" if g.site else ""
         last = f"#{g.last_all}" + (f" ({g.last_all_op})" if g.last_all_op else "")
         tail = f"; the last collective every rank completed is {last}"
-        waiting = f"; {ranks_txt(g.waiting)} wait{'s' if len(g.waiting) == 1 else ''} in it{site}"
+        waiting = f"; {ranks_txt(g.waiting)} {_is(g.waiting)} stuck in it{site}"
         for r in g.never_joined:
             out.append(
                 problems.FR_NEVER_JOINED.finding(
@@ -208,13 +212,14 @@ def _findings(f: Flight, where: dict[int, list[str]], who: dict[int, str]) -> li
                 f"; {', '.join(name(r) for r in g.no_dump)} gave no dump (stopped or dead)"
                 f"{''.join(_at(r, where) for r in g.no_dump[:1])}"
                 if g.no_dump
+                else "; only this rank's dump was given: the others' dumps tell who did not join"
+                if len(f.dumps) == 1
                 else "; every rank joined it and none finished (a transport stall, or a rank"
                 " stopped inside it)"
             )
             out.append(
                 problems.FR_STUCK_IN_COLLECTIVE.finding(
-                    f"{ranks_txt(g.waiting)} wait{'s' if len(g.waiting) == 1 else ''} in {call}"
-                    f"{site}{gone}{tail}",
+                    f"{ranks_txt(g.waiting)} {_is(g.waiting)} stuck in {call}{site}{gone}{tail}",
                     g.waiting + g.no_dump,
                     group=g.id,
                     seq=g.parted_at,

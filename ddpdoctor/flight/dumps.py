@@ -213,7 +213,13 @@ def read_path(path: Path) -> Folder:
         if path.is_dir() and not looks_like_dump(p):
             continue
         try:
-            dumps.append(read_file(p, fallback_rank=i))
+            d = read_file(p, fallback_rank=i)
         except DumpError as exc:
             refused.append(str(exc))
+            continue
+        first = next((x for x in dumps if x.rank == d.rank), None)
+        if first is not None:  # e.g. torch's JSON and pickle of one rank side by side
+            refused.append(f"{p}: a second dump of rank {d.rank} (kept {first.source})")
+            continue
+        dumps.append(d)
     return Folder(dumps, refused)

@@ -22,10 +22,17 @@ POLL_S = 0.1
 
 
 def enable() -> None:
-    """A bounded recorder for every group this process creates; a value the user set wins."""
-    if not any(os.environ.get(name) for name in BUFFER_ENV):
-        for name in BUFFER_ENV:
-            os.environ[name] = BUFFER_ENTRIES
+    """A bounded recorder for every group this process creates; a value the user set wins.
+    Only the name this torch reads (the old one warns on a new torch)."""
+    if any(os.environ.get(name) for name in BUFFER_ENV):
+        return
+    try:
+        from importlib.metadata import version
+
+        major, minor = (int(x) for x in version("torch").split(".")[:2])
+    except Exception:  # noqa: BLE001 - unknown: the current name
+        major, minor = 2, 6
+    os.environ[BUFFER_ENV[0] if (major, minor) >= (2, 6) else BUFFER_ENV[1]] = BUFFER_ENTRIES
 
 
 def snapshot() -> dict[str, Any] | None:
@@ -48,10 +55,15 @@ def snapshot() -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def dump(path: Path, rank: int) -> bool:
+def dump(path: Path, rank: int, timed_out_in: str | None = None) -> bool:
+    """Write this rank's recorder to `path`. `timed_out_in`: the group (its name) whose newest
+    collective this rank gave up on: gloo retires a timed-out work like a finished one, so the
+    dump says it did not complete."""
     data = snapshot()
     if data is None:
         return False
+    if timed_out_in is not None:
+        _mark_timed_out(data, timed_out_in)
     data.update(rank=rank, host=socket.gethostname(), pid=os.getpid())
     write_json(path, data)
     return True
@@ -76,3 +88,18 @@ def watch(folder: RunFolder, rank: int) -> None:
                     dump(folder.flight_file(rank), rank)
 
     threading.Thread(target=loop, name="ddpdoctor-flight", daemon=True).start()
+
+
+def _mark_timed_out(data: dict[str, Any], group_name: str) -> None:
+    mine = [
+        e
+        for e in data.get("entries") or []
+        if isinstance(e, dict) and str((e.get("process_group") or [""])[0]) == group_name
+    ]
+    if not mine:
+        return
+    last = max(mine, key=lambda e: int(e.get("collective_seq_id") or 0))
+    last["state"], last["retired"] = "timed out", False
+    st = (data.get("pg_status") or {}).get(str(last.get("pg_id")))
+    if isinstance(st, dict):
+        st["last_completed_collective"] = int(last.get("collective_seq_id") or 0) - 1

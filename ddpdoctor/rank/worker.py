@@ -179,6 +179,10 @@ def run_checks(
             # A peer is stuck or unreachable: an exchange would only wait for it again. Peers
             # that finished give up on the exchange after its own deadline and skip likewise.
             s.can_gather = False
+            # this rank may be gone by the verdict: keep its recorder's view of the timeout now
+            with contextlib.suppress(Exception):
+                group = getattr(ctx.group, "group_name", None)
+                flight.dump(rec.folder.flight_file(ctx.rank), ctx.rank, group)
         if not s.can_gather and ctx.control is None and shown:
             pending.append((cid, entry))
         if s.can_gather:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ddpdoctor.errors import UsageError, printable
 
-VERSIONS = {"report": 1, "bench": 1, "env": 1, "explain": 1, "lint": 1, "node": 1}
+VERSIONS = {"report": 1, "bench": 1, "env": 1, "explain": 1, "lint": 1, "node": 1, "flight": 1}
 
 
 def tag(kind: str) -> str:
