@@ -55,18 +55,44 @@ def snapshot() -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+# (group name, collective seq) this rank gave up on: every later dump says so too
+_timed_out: set[tuple[str, int]] = set()
+_writing = threading.Lock()  # the side thread and the main thread may both dump
+
+
 def dump(path: Path, rank: int, timed_out_in: str | None = None) -> bool:
     """Write this rank's recorder to `path`. `timed_out_in`: the group (its name) whose newest
-    collective this rank gave up on: gloo retires a timed-out work like a finished one, so the
-    dump says it did not complete."""
+    collective this rank just gave up on: gloo retires a timed-out work like a finished one, so
+    this dump and every later one say it did not complete."""
+    with _writing:
+        return _dump(path, rank, timed_out_in)
+
+
+def _dump(path: Path, rank: int, timed_out_in: str | None) -> bool:
     data = snapshot()
     if data is None:
         return False
+    entries = [e for e in data.get("entries") or [] if isinstance(e, dict)]
     if timed_out_in is not None:
-        _mark_timed_out(data, timed_out_in)
+        mine = [e for e in entries if _group_name(e) == timed_out_in]
+        if mine:
+            last = max(mine, key=lambda e: int(e.get("collective_seq_id") or 0))
+            _timed_out.add((timed_out_in, int(last.get("collective_seq_id") or 0)))
+    for e in entries:
+        if (_group_name(e), int(e.get("collective_seq_id") or 0)) in _timed_out:
+            e["state"], e["retired"] = "timed out", False
+            st = (data.get("pg_status") or {}).get(str(e.get("pg_id")))
+            if isinstance(st, dict):
+                seq = int(e.get("collective_seq_id") or 0)
+                done = int(st.get("last_completed_collective") or 0)
+                st["last_completed_collective"] = min(done, seq - 1)
     data.update(rank=rank, host=socket.gethostname(), pid=os.getpid())
     write_json(path, data)
     return True
+
+
+def _group_name(e: dict[str, Any]) -> str:
+    return str((e.get("process_group") or [""])[0])
 
 
 def watch(folder: RunFolder, rank: int) -> None:
@@ -88,18 +114,3 @@ def watch(folder: RunFolder, rank: int) -> None:
                     dump(folder.flight_file(rank), rank)
 
     threading.Thread(target=loop, name="ddpdoctor-flight", daemon=True).start()
-
-
-def _mark_timed_out(data: dict[str, Any], group_name: str) -> None:
-    mine = [
-        e
-        for e in data.get("entries") or []
-        if isinstance(e, dict) and str((e.get("process_group") or [""])[0]) == group_name
-    ]
-    if not mine:
-        return
-    last = max(mine, key=lambda e: int(e.get("collective_seq_id") or 0))
-    last["state"], last["retired"] = "timed out", False
-    st = (data.get("pg_status") or {}).get(str(last.get("pg_id")))
-    if isinstance(st, dict):
-        st["last_completed_collective"] = int(last.get("collective_seq_id") or 0) - 1

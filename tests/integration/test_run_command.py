@@ -112,8 +112,32 @@ def test_uneven_batches_hang_is_named_with_each_ranks_line(tmp_path: Path) -> No
     assert found(report, "uneven_batches.py") == expected(FIXTURES / "uneven_batches.py")
     states = {r["rank"]: r["state"] for r in report["ranks"]}
     assert "hung" in states.values()
+    # the flight recorder: rank 1 never joined the gradient all_reduce of rank 0's extra batch
+    seq = never_joined(report, rank=1, at="uneven_batches.py:22")
+    group = report["launch"]["flight"]["groups"][0]
+    assert group["last_enqueued"] == {"0": seq, "1": seq - 1}
+    assert f"called at {FIXTURES / 'uneven_batches.py'}:20" in finding(report, "DDP701")["message"]
     assert time.monotonic() - t0 < 90
     assert leftovers(tmp_path / "run") == []
+
+
+def finding(report: dict, code: str) -> dict:
+    (f,) = [f for c in report["checks"] for f in c["findings"] if f["code"] == code]
+    return f
+
+
+def never_joined(report: dict, rank: int, at: str) -> int:
+    """The DDP701 finding: `rank` (host, pid) never joined collective #N (returned), and its
+    stack put it at `at`; the others wait in #N; every rank completed #N-1."""
+    f = finding(report, "DDP701")
+    me = next(r for r in report["ranks"] if r["rank"] == rank)
+    seq = f["data"]["seq"]
+    assert f["ranks"] == [rank] and f["data"]["last_completed_by_all"] == seq - 1
+    assert f["message"].startswith(
+        f"rank {rank} ({me['host']}, pid {me['pid']}) never joined all_reduce #{seq} of group 0"
+    )
+    assert f"it is at {FIXTURES / at.split(':')[0]}:{at.split(':')[1]} " in f["message"]
+    return seq
 
 
 def test_a_rank_killed_mid_training_is_named_and_the_others_kept(tmp_path: Path) -> None:
@@ -151,4 +175,6 @@ def test_a_rank_spinning_in_python_is_named_at_its_line(tmp_path: Path) -> None:
     r1 = next(r for r in report["ranks"] if r["rank"] == 1)
     assert r1["state"] == "hung" and "busy on the CPU" in r1["detail"]
     assert any("spin_rank.py:15" in frame for frame in r1["stack"])
+    # its flight recorder stops before the all_reduce rank 0 waits in
+    never_joined(report, rank=1, at="spin_rank.py:15")
     assert leftovers(tmp_path / "run") == []

@@ -15,6 +15,8 @@ import pytest
 from trace_forkrun import fork_run, warm_up
 from trace_harness import FIXTURES, ROOT, TracedRun, expected
 
+from ddpdoctor.flight import analysis
+from ddpdoctor.flight.dumps import read_file
 from ddpdoctor.report.model import Level
 
 pytestmark = pytest.mark.slow
@@ -94,6 +96,36 @@ def test_hang_is_named_with_each_ranks_line(runs: dict[str, TracedRun]) -> None:
     assert run.timed_out and sorted(run.stacks) == [0, 1]
     [uneven] = [f for f in run.findings if f.code == "DDR301"]
     assert uneven.data["batches"] == {"0": 5, "1": 4}
+
+
+def flight_of(run: TracedRun) -> analysis.Flight:
+    """The dumps every traced rank writes into its run folder when the script ends."""
+    dumps = [read_file(p) for p in sorted(run.run_dir.glob("fr-*.json"))]
+    return analysis.analyze(dumps, 2)
+
+
+def test_the_flight_recorder_names_the_collective_whose_shapes_differ(
+    runs: dict[str, TracedRun],
+) -> None:
+    f = flight_of(runs["collective_mismatch.py"])
+    assert f.dumps == [0, 1]
+    (found,) = [x for x in f.findings() if x.level >= Level.WARN]
+    assert found.code == "DDP702" and found.ranks == [0, 1] and found.data["seq"] == 1
+    line = f"{FIXTURES / 'collective_mismatch.py'}:10 (<module>)"
+    assert found.message == (
+        "collective #1 of group 0 (default_pg) differs across ranks: "
+        f"rank 0 all_reduce [2x3] Float at {line}; rank 1 all_reduce [6] Float at {line}"
+    )
+
+
+@pytest.mark.parametrize("name", [n for n in CLEAN if n not in LAUNCHES_ITSELF])
+def test_clean_scripts_leave_flight_recorders_in_step(
+    runs: dict[str, TracedRun], name: str
+) -> None:
+    f = flight_of(runs[name])
+    assert f.dumps == [0, 1]
+    assert [x.code for x in f.findings()] in (["DDP704"], [])
+    assert all(g.parted_at is None and g.mismatch_at is None for g in f.groups)
 
 
 def test_lint_agrees_where_the_mistake_is_visible_statically() -> None:
