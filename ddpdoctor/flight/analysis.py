@@ -122,8 +122,10 @@ def _group(gid: str, dumps: list[Dump], world_size: int) -> Group:
         parted = g.last_all + 1
         if top >= parted:
             g.parted_at = parted
-            g.never_joined = sorted(r for r in have if enq[r] < parted)
             g.waiting = sorted(r for r in have if enq[r] >= parted and done[r] < parted)
+            # no one waits: those that went ahead gave up on it (an error, a timeout), and
+            # the ones behind are a consequence, not a cause
+            g.never_joined = sorted(r for r in have if enq[r] < parted) if g.waiting else []
             calls = [seqs[r][parted] for r in g.waiting if parted in seqs[r]]
             if calls:
                 g.op, g.site = calls[0].op, calls[0].user_site()
@@ -235,7 +237,8 @@ def _findings(f: Flight, where: dict[int, list[str]], who: dict[int, str]) -> li
                 f"{', '.join(name(r) for r in silent)} left no flight-recorder dump", silent
             )
         )
-    if not any(x.level >= 30 for x in out) and f.groups:
+    calm = all(g.parted_at is None and g.mismatch_at is None for g in f.groups)
+    if calm and f.groups:
         done = "; ".join(
             f"{g.label} #{g.last_all}" + (f" ({g.last_all_op})" if g.last_all_op else "")
             for g in f.groups

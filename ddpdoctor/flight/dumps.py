@@ -28,6 +28,7 @@ class Entry:
 
     group: str  # the pg id: the same group has the same id on every rank
     group_desc: str
+    name: str  # the pg name (torch's group_name)
     seq: int  # collective_seq_id (p2p_seq_id for point-to-point)
     op: str  # "all_reduce", "broadcast", ... (the backend prefix dropped)
     input_sizes: list[Any]
@@ -102,6 +103,7 @@ def _entry(e: dict[str, Any]) -> Entry | None:
     return Entry(
         group=group,
         group_desc=str(pg[1]) if len(pg) > 1 else "",
+        name=str(pg[0]),
         seq=seq,
         op=name.split(":", 1)[-1] or "?",
         input_sizes=list(e.get("input_sizes") or []),
@@ -127,10 +129,16 @@ def from_dict(d: Any, source: str, rank: int) -> Dump:
         raise DumpError(f"{source}: not a flight-recorder dump (no 'entries')")
     if "entries" not in d and "pg_status" not in d:
         raise DumpError(f"{source}: not a flight-recorder dump (no 'entries')")
-    entries = [x for x in (_entry(e) for e in d.get("entries", []) if isinstance(e, dict)) if x]
+    own = {str(g) for g in d.get("ddpdoctor_groups") or []}  # ddpdoctor's own traffic
+    entries = [
+        x
+        for x in (_entry(e) for e in d.get("entries", []) if isinstance(e, dict))
+        if x and x.name not in own
+    ]
+    kept = {e.group for e in entries}
     status = {}
     for gid, st in (d.get("pg_status") or {}).items():
-        if isinstance(st, dict):
+        if isinstance(st, dict) and (not own or str(gid) in kept):
             status[str(gid)] = GroupStatus(
                 _int(st.get("last_enqueued_collective")), _int(st.get("last_completed_collective"))
             )
@@ -140,9 +148,9 @@ def from_dict(d: Any, source: str, rank: int) -> Dump:
         ranks = _ranks_text(cfg.get("ranks")) if isinstance(cfg, dict) else []
         if ranks and str(name) in names:
             group_ranks[names[str(name)]] = ranks
-    own = d.get("rank")
+    mine = d.get("rank")
     return Dump(
-        rank=own if isinstance(own, int) else rank,
+        rank=mine if isinstance(mine, int) else rank,
         source=source,
         entries=entries,
         status=status,

@@ -26,15 +26,16 @@ def take(folder: RunFolder, alive: dict[int, Any], into: dict[int, str]) -> None
     from ddpdoctor.job import remote_stack
     from ddpdoctor.trace.stacks import DUMP_SIGNAL
 
+    t0 = time.monotonic()
     with contextlib.suppress(OSError):
         folder.flight_request.touch()
     before: dict[int, int] = {}
     outside: dict[int, Any] = {}
     for rank, proc in alive.items():
         if _stopped(proc):
-            started = remote_stack.start(proc.pid)
-            if started is not None:
-                outside[rank] = started
+            reader = remote_stack.start(proc.pid)
+            if reader is not None:
+                outside[rank] = reader
             continue
         path = folder.stack_file(rank)
         before[rank] = path.stat().st_size if path.exists() else 0
@@ -60,7 +61,7 @@ def take(folder: RunFolder, alive: dict[int, Any], into: dict[int, str]) -> None
             if _mtime(folder.flight_file(rank)) != flights[rank]:
                 flights.pop(rank)
     for rank, proc in outside.items():
-        text = remote_stack.finish(proc, deadline - time.monotonic())
+        text = remote_stack.finish(proc, t0 + remote_stack.TIMEOUT_S - time.monotonic())
         if text:
             into[rank] = text
 

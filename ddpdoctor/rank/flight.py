@@ -58,6 +58,14 @@ def snapshot() -> dict[str, Any] | None:
 # (group name, collective seq) this rank gave up on: every later dump says so too
 _timed_out: set[tuple[str, int]] = set()
 _writing = threading.Lock()  # the side thread and the main thread may both dump
+_own_groups: set[str] = set()  # ddpdoctor's own groups (check's control group): not the job's
+
+
+def own_group(group: Any) -> None:
+    """A process group of ddpdoctor's own traffic: its dumps say so and the analysis skips it."""
+    name = getattr(group, "group_name", None)
+    if name is not None:
+        _own_groups.add(str(name))
 
 
 def dump(path: Path, rank: int, timed_out_in: str | None = None) -> bool:
@@ -87,6 +95,8 @@ def _dump(path: Path, rank: int, timed_out_in: str | None) -> bool:
                 done = int(st.get("last_completed_collective") or 0)
                 st["last_completed_collective"] = min(done, seq - 1)
     data.update(rank=rank, host=socket.gethostname(), pid=os.getpid())
+    if _own_groups:
+        data["ddpdoctor_groups"] = sorted(_own_groups)
     write_json(path, data)
     return True
 

@@ -171,6 +171,7 @@ def run_checks(
             rec.set_device(str(ctx.device))
         if mod.STAGE == registry.CREATES_GROUP:
             s.can_gather = ctx.control is not None
+            flight.own_group(ctx.control)  # the results' group: not what the probes test
             if not entry.ok:
                 s.broken = "the process group could not be initialised"
             elif ctx.world_size > ctx.local_world_size:

@@ -108,3 +108,26 @@ def test_a_file_that_is_no_dump_says_so(tmp_path: Path) -> None:
     p.write_text('{"hello": 1}')
     with pytest.raises(DumpError, match="not a flight-recorder dump"):
         read_file(p)
+
+
+def test_ranks_that_went_past_a_failed_collective_blame_no_one(tmp_path: Path) -> None:
+    """Rank 0 gave up on #5 (an error or a timeout retires it as done), rank 1 never called it:
+    no rank waits, so rank 1 is behind as a consequence, not named as the cause."""
+    ahead = json.loads((DUMPS / "torch_json" / "fr_json_0.json").read_text())
+    ahead["entries"][-1]["retired"] = True
+    ahead["pg_status"]["0"]["last_completed_collective"] = "5"
+    (tmp_path / "fr_json_0.json").write_text(json.dumps(ahead))
+    shutil.copy(DUMPS / "torch_json" / "fr_json_1.json", tmp_path / "fr_json_1.json")
+    f = analysis.analyze(read_path(tmp_path).dumps)
+    g = default(f)
+    assert (g.parted_at, g.waiting, g.never_joined) == (5, [], [])
+    assert f.findings() == []
+
+
+def test_ddpdoctors_own_groups_are_left_out(tmp_path: Path) -> None:
+    for r in (0, 1):
+        dump = json.loads((DUMPS / "uneven_batches" / f"fr-{r}.json").read_text())
+        dump["ddpdoctor_groups"] = ["0"]  # as check's control group is marked
+        (tmp_path / f"fr-{r}.json").write_text(json.dumps(dump))
+    f = analysis.analyze(read_path(tmp_path).dumps)
+    assert f.groups == [] and f.findings() == []
