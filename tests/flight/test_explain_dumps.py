@@ -3,6 +3,8 @@ document (validated against its schema), and untrusted pickles that must not run
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import pickle
@@ -13,6 +15,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from ddpdoctor.flight import explain as flight_explain
 from ddpdoctor.flight import safe_pickle
 from ddpdoctor.report import schema
 
@@ -24,11 +27,14 @@ def explain(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
 
 
-def as_json(*args: str) -> tuple[int, dict]:
-    r = explain(*args, "--json", "-")
-    doc = json.loads(r.stdout)
+def as_json(path: str) -> tuple[int, dict]:
+    """`explain PATH --json -` in this process (the CLI's own path is tested above and below)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = flight_explain.explain(path, "-", ascii_only=True)
+    doc = json.loads(out.getvalue())
     jsonschema.validate(doc, schema.schema_for("flight"))
-    return r.returncode, doc
+    return code, doc
 
 
 def test_a_run_folder_names_the_rank_that_never_joined() -> None:
