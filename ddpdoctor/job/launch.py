@@ -28,7 +28,8 @@ from ddpdoctor.runfiles import Heartbeat, RunFolder
 Tick = Callable[[dict[int, Heartbeat], float], None]
 
 POLL_S = 0.1
-FINISHED_GRACE_S = 0.5  # after every rank reported finished, how long torchrun may take to exit
+FINISHED_GRACE_S = 0.5
+RDZV_MARGIN_S = 30  # torchrun's own rendezvous timeout is ours plus this  # after every rank reported finished, how long torchrun may take to exit
 
 
 @dataclass
@@ -198,6 +199,9 @@ def torchrun_command(spec: LaunchSpec) -> list[str]:
             "--master-port",
             str(spec.master_port),
         ]
+    if spec.nnodes > 1:  # torchrun waits longer than we do, so its store can still be read
+        key = "join_timeout" if spec.rdzv_endpoint and spec.rdzv_backend != "static" else "timeout"
+        cmd += ["--rdzv-conf", f"{key}={int(spec.startup_s + RDZV_MARGIN_S)}"]
     argv = [str(spec.run_dir)] if spec.worker_argv is None else spec.worker_argv
     return [*cmd, "-m", spec.module, *argv]
 

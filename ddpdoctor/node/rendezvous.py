@@ -91,6 +91,33 @@ def read_store(endpoint: str, run_id: str, timeout_s: float = 5.0) -> Arrivals |
         return None
 
 
+ROLE_INFO_KEY = "{run_id}/torchelastic/role_info/{node_rank}"
+
+
+def read_static_store(
+    host: str, port: int, run_id: str, nnodes: int, timeout_s: float = 5.0
+) -> set[int] | None:
+    """The node ranks that reached a static rendezvous: torchrun's store on node 0 holds a
+    `role_info` key per node that connected (node 0 itself waits in the store for the others,
+    so it is there whenever the store answers). None when the store does not answer."""
+    from datetime import timedelta
+
+    from torch.distributed import TCPStore
+
+    try:
+        store = TCPStore(
+            host,
+            port,
+            is_master=False,
+            timeout=timedelta(seconds=timeout_s),
+            wait_for_workers=False,
+        )
+        keys = {k: ROLE_INFO_KEY.format(run_id=run_id, node_rank=k) for k in range(1, nnodes)}
+        return {0} | {k for k, key in keys.items() if store.check([key])}
+    except Exception:  # noqa: BLE001 - no store, a refused or cut connection: unknown
+        return None
+
+
 def never_joined(expected: Iterable[str], arrivals: Arrivals) -> list[str]:
     """The expected hosts (short names) that neither joined nor waited."""
     arrived = arrivals.joined | arrivals.waiting
