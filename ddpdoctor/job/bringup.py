@@ -20,7 +20,7 @@ from ddpdoctor.node import codes, rendezvous
 from ddpdoctor.node.hostlist import compress_hostlist, expand_hostlist
 from ddpdoctor.report.model import Finding
 
-STORE_READ_S = 2.0  # how long one read of the rendezvous store may take
+STORE_READ_S = 5.0  # how long one read of the rendezvous store may take (a loaded node is slow)
 STATIC_RUN_ID = "none"  # torchrun's default --rdzv-id, which the static path keeps
 
 
@@ -131,11 +131,13 @@ def arrival_findings(spec: Any, b: Bringup) -> list[Finding]:
         if ranks is not None and not b.hosts:
             absent = [k for k in range(spec.nnodes) if k not in ranks]
             return _unnamed(absent, spec.nnodes, within)
+    if joined is None and _hosts_store(spec, host, b.me):
+        return []  # our own torchrun has not opened its store yet: "started no worker" says it
     if joined is None:
         return [
             codes.STORE_UNREACHABLE.finding(
                 f"{b.me} could not read the rendezvous store at {where} {within}: this node "
-                "cannot reach it, or its host is down",
+                "cannot reach it, its host is down, or torchrun there has not opened it yet",
                 host=b.me,
                 endpoint=where,
             )
@@ -147,6 +149,17 @@ def arrival_findings(spec: Any, b: Bringup) -> list[Finding]:
         f.message = f.message.replace("the rendezvous", f"the rendezvous {within}", 1)
         f.data["exclude"] = f.data["hosts"]
     return found
+
+
+def _hosts_store(spec: Any, host: str, me: str) -> bool:
+    """Whether this node's torchrun serves the store: node 0 of a static rendezvous, or the
+    host of the c10d endpoint (torch's own test: the endpoint names this machine)."""
+    import socket
+
+    if not spec.rdzv_endpoint:
+        return (spec.node_rank or 0) == 0
+    names = {"localhost", "127.0.0.1", "::1", me, socket.gethostname(), socket.getfqdn()}
+    return host in names or host.split(".")[0] in names
 
 
 def _as_listed(joined: set[str], me: str) -> set[str]:

@@ -375,6 +375,8 @@ def run(
                 def allowed(r: int, beats: dict[int, Heartbeat] = beats) -> float:
                     """A rank still starting (no beat, or not at work yet) has the start-up time."""
                     step = spec.timeout + spec.grace_s
+                    if r not in beats and spec.nnodes > 1:
+                        return spec.startup_s  # not even started: the rendezvous deadline
                     working = r in beats and beats[r].phase != "starting"
                     return step if working else max(spec.startup_s, step)
 

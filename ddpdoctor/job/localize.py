@@ -18,6 +18,10 @@ from ddpdoctor.report.model import CheckResult, Finding, Level
 ROW_ID = "localize"
 ROW_TITLE = "Nodes and links (--localize)"
 
+NOT_RUNNING_HINT = (
+    "Is the task running there (did srun start it, did it crash)? Run `ddpdoctor node` on that "
+    "node, or exclude it (srun --exclude)."
+)
 _WHY = {
     reach.REFUSED: "the host answers but nothing listens: ddpdoctor is not running there",
     reach.UNREACHABLE: "no route or no answer: the host is down or its link is cut",
@@ -86,6 +90,7 @@ def judge(p: reach.Probe) -> tuple[CheckResult, list[str]]:
                 codes.NODE_UNREACHABLE.finding(
                     f"{node} cannot be reached from {compress_hostlist(core)} "
                     f"({len(fails)} of {len(hosts) - 1} pairs failed: {why})",
+                    hint=NOT_RUNNING_HINT if kinds == [reach.REFUSED] else None,
                     host=node,
                     exclude=[node],
                     pairs=fails,
@@ -143,6 +148,7 @@ def _nobody_reached(p: reach.Probe) -> tuple[list[str], list[Finding], list[str]
         findings = [
             codes.NODE_UNREACHABLE.finding(
                 f"{h} cannot be reached from {p.me} ({_WHY.get(mine.get(h, ''), 'no answer')})",
+                hint=NOT_RUNNING_HINT if mine.get(h) == reach.REFUSED else None,
                 host=h,
                 exclude=[h],
                 pairs={p.me: mine.get(h, reach.UNREACHABLE)},

@@ -125,6 +125,7 @@ def _bring_up(p: Plan, report: Report, arrivals: list[Finding], interrupted: boo
         probed = reach.probe(b.me, b.hosts, b.probe_port, p.job.nonce, p.spec.timeout)
         row, bad = localize.judge(probed)
         report.checks.append(row)
+        report.duration_s = round(report.duration_s + probed.duration_s, 3)
         report.status = overall_status([c.status for c in report.checks])
         exclude += [h for h in bad if h not in exclude]
     b.exclude = [h for h in b.hosts if h in exclude] + [h for h in exclude if h not in b.hosts]
