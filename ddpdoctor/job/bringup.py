@@ -21,6 +21,7 @@ from ddpdoctor.node.hostlist import compress_hostlist, expand_hostlist
 from ddpdoctor.report.model import Finding
 
 STORE_READ_S = 5.0  # how long one read of the rendezvous store may take (a loaded node is slow)
+STORE_GRACE_S = 5.0  # the store's host keeps it open this long after its own read, for the others
 STATIC_RUN_ID = "none"  # torchrun's default --rdzv-id, which the static path keeps
 
 
@@ -131,7 +132,7 @@ def arrival_findings(spec: Any, b: Bringup) -> list[Finding]:
         if ranks is not None and not b.hosts:
             absent = [k for k in range(spec.nnodes) if k not in ranks]
             return _unnamed(absent, spec.nnodes, within)
-    if joined is None and _hosts_store(spec, host, b.me):
+    if joined is None and hosts_store(spec, b.me):
         return []  # our own torchrun has not opened its store yet: "started no worker" says it
     if joined is None:
         return [
@@ -151,13 +152,14 @@ def arrival_findings(spec: Any, b: Bringup) -> list[Finding]:
     return found
 
 
-def _hosts_store(spec: Any, host: str, me: str) -> bool:
+def hosts_store(spec: Any, me: str) -> bool:
     """Whether this node's torchrun serves the store: node 0 of a static rendezvous, or the
     host of the c10d endpoint (torch's own test: the endpoint names this machine)."""
     import socket
 
     if not spec.rdzv_endpoint:
         return (spec.node_rank or 0) == 0
+    host = spec.rdzv_endpoint.rpartition(":")[0]
     names = {"localhost", "127.0.0.1", "::1", me, socket.gethostname(), socket.getfqdn()}
     return host in names or host.split(".")[0] in names
 

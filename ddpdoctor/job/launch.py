@@ -28,8 +28,10 @@ from ddpdoctor.runfiles import Heartbeat, RunFolder
 Tick = Callable[[dict[int, Heartbeat], float], None]
 
 POLL_S = 0.1
-FINISHED_GRACE_S = 0.5
-RDZV_MARGIN_S = 30  # torchrun's own rendezvous timeout is ours plus this  # after every rank reported finished, how long torchrun may take to exit
+FINISHED_GRACE_S = 0.5  # after every rank reported finished, how long torchrun may take to exit
+# torchrun's own rendezvous timeout, beyond ours: its store must outlive our verdict, when it is
+# read to name the nodes that never joined (a loaded node takes long to get there)
+RDZV_MARGIN_S = 120
 
 
 @dataclass

@@ -5,7 +5,8 @@ The idea is DLRover's two-round node check (pair the nodes; pair the failing one
 nodes known to be good: a node that fails with a good one is bad), done on every pair at once
 because a TCP connect is cheap: the nodes that reach each other form groups; the largest group
 is the healthy core; a node outside it is bad (DDN193), and a failing pair of two core nodes is
-a bad link (DDN194). A node that reaches nobody while the job has three nodes or more is taken
+a bad link (DDN194), of which the later node in the host list is left out (the same choice on
+every node, whichever rows reached it). A node that reaches nobody while the job has three nodes or more is taken
 to be the sick one itself: one fault is likelier than all of its peers failing together."""
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ def judge(p: reach.Probe) -> tuple[CheckResult, list[str]]:
             exclude.append(node)
     for a, b in pairs:
         if a in core and b in core and statuses[(a, b)] not in (None, reach.OK):
-            worse = max((a, b), key=lambda n: (len(_failures(hosts, rows, n)), hosts.index(n)))
+            worse = b  # the later in the host list: every node, whatever it saw, picks the same
             findings.append(
                 codes.LINK_DOWN.finding(
                     f"{a} and {b} cannot reach each other ({_WHY.get(statuses[(a, b)], statuses[(a, b)])}), "

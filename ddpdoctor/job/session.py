@@ -8,6 +8,7 @@ import re
 import shutil
 import signal
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -86,10 +87,15 @@ def execute(
         node that hosts it, before the kill ends the store)."""
         nonlocal arrivals
         if arrivals is None and p.bringup and p.spec.nnodes > 1 and not folder.read_beats():
+            verdict_s = round(time.monotonic() - launched_at, 1)
             arrivals = bringup.arrival_findings(p.spec, p.bringup)
+            for f in arrivals:
+                f.data["after_s"] = verdict_s  # what --rdzv-timeout bounds: launch to verdict
 
     def before_kill(alive: dict[int, Any]) -> None:
         read_arrivals()
+        if arrivals and p.bringup and bringup.hosts_store(p.spec, p.bringup.me):
+            time.sleep(bringup.STORE_GRACE_S)  # the nodes that joined read the store too
         stacks.take(folder, alive, dumps)
 
     folder.write_spec(p.job)
@@ -97,6 +103,7 @@ def execute(
         bringup.preload_store_client()
     found = preflight(p)
     outcome: LaunchOutcome | None = None
+    launched_at = time.monotonic()
     if not found:
         outcome = launch.run(p.spec, on_tick=on_tick, before_kill=before_kill)
         if outcome.verdict != "interrupted":

@@ -1,10 +1,12 @@
-"""Cluster bring-up for real: four "nodes" in network namespaces on a bridge (tests/integration/
+"""Cluster bring-up for real: five "nodes" in network namespaces on a bridge (tests/integration/
 cluster.py), one `ddpdoctor check` per node with a static rendezvous on node-a. node-c is never
 started (its namespace is up and answers, nothing listens); node-d's link is cut before the start
-(`ip link set ... down` on the bridge side), so it never reaches anyone. One launch of the three
-live nodes serves every assertion: the nodes that never joined are named within the rendezvous
-deadline, `--localize` tells the node that is not running from the node that is cut off, and each
-node writes the exclude file `srun --exclude` takes. The namespaces and every process in them are
+(`ip link set ... down` on the bridge side), so it never reaches anyone; and the path between
+node-b and node-e alone is cut by a route rule, so both join but cannot talk to each other. One
+launch of the four live nodes serves every assertion: the nodes that never joined are named
+within the rendezvous deadline, `--localize` tells the node that is not running from the node
+that is cut off and from the dead link, and each node writes the exclude file `srun --exclude`
+takes. The namespaces and every process in them are
 removed afterwards, also when an assertion fails (Cluster.__exit__)."""
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from ddpdoctor.report import schema
 
 pytestmark = pytest.mark.slow
 
-RDZV_TIMEOUT = 15  # torchrun itself takes up to ~7 s to start here under load
-PROBE_TIMEOUT = 5  # --timeout: each phase of the pair probe
+RDZV_TIMEOUT = 20  # torchrun and the preloaded store client need ~15 s to start here under load
+PROBE_TIMEOUT = 8  # --timeout: each phase of the pair probe
 
 
 @pytest.fixture(scope="module")
@@ -29,18 +31,19 @@ def bringup(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     require_netns()
     tmp = tmp_path_factory.mktemp("bringup")
     out: dict[str, Any] = {"reports": {}, "exclude": {}, "stdout": {}, "rc": {}, "wall": {}}
-    with Cluster(4) as c:
+    with Cluster(5) as c:
         c.cut(3)
+        c.block(4, 1)
         hosts = ",".join(n.name for n in c.nodes)
         started = time.monotonic()
-        live = [c.nodes[0], c.nodes[1], c.nodes[3]]
+        live = [c.nodes[0], c.nodes[1], c.nodes[3], c.nodes[4]]
         for node in live:
             rank = c.nodes.index(node)
             node.start(
                 [
                     "check",
                     "--nnodes",
-                    "4",
+                    "5",
                     "--node-rank",
                     str(rank),
                     "--nproc",
@@ -77,7 +80,7 @@ def _row(report: dict[str, Any], row_id: str) -> dict[str, Any]:
 
 
 def test_the_nodes_that_never_joined_are_named_within_the_deadline(bringup) -> None:
-    for name in ("node-a", "node-b"):
+    for name in ("node-a", "node-b", "node-e"):
         report = bringup["reports"][name]
         assert report is not None, bringup["stdout"][name]
         jsonschema.validate(report, schema.schema_for("report"))
@@ -85,29 +88,33 @@ def test_the_nodes_that_never_joined_are_named_within_the_deadline(bringup) -> N
         assert finding["code"] == "DDN191", bringup["stdout"][name]
         assert finding["message"] == (
             f"node-c,node-d never joined the rendezvous within {RDZV_TIMEOUT} s "
-            "(--rdzv-timeout) (joined: node-a,node-b)"
+            "(--rdzv-timeout) (joined: node-a,node-b,node-e)"
         )
         assert report["root_cause"]["message"] == finding["message"]
         assert bringup["rc"][name] == 1
-        # bounded: named at the rendezvous deadline (plus reading the store and the kill),
+        # bounded: the verdict at the rendezvous deadline, then one read of the store (a torch
+        # import, preloaded meanwhile: up to ~40 s here at load 10 on 2 cores, ~1 s when idle),
         # then at most the two phases of the probe
-        probe_s = _row(report, "localize")["metrics"]["duration_s"]
-        assert report["duration_s"] - probe_s < RDZV_TIMEOUT + 10
-        assert probe_s < 2 * PROBE_TIMEOUT + 3
-        assert bringup["wall"][name] < RDZV_TIMEOUT + 2 * PROBE_TIMEOUT + 40
+        assert RDZV_TIMEOUT <= finding["data"]["after_s"] < RDZV_TIMEOUT + 5
+        assert _row(report, "localize")["metrics"]["duration_s"] < 2 * PROBE_TIMEOUT + 3
+        assert bringup["wall"][name] < RDZV_TIMEOUT + 2 * PROBE_TIMEOUT + 90
 
 
-def test_localize_tells_the_absent_node_from_the_cut_off_one(bringup) -> None:
-    for name in ("node-a", "node-b"):
+def test_localize_tells_the_absent_node_from_the_cut_off_one_and_the_dead_link(bringup) -> None:
+    for name in ("node-a", "node-b", "node-e"):
         row = _row(bringup["reports"][name], "localize")
         assert row["status"] == "fail"
-        by_host = {f["host"]: f for f in row["findings"]}
-        assert sorted(by_host) == ["node-c", "node-d"], row
-        assert {f["code"] for f in row["findings"]} == {"DDN193"}
-        assert "nothing listens" in by_host["node-c"]["message"]  # up, but not running
-        assert "no route or no answer" in by_host["node-d"]["message"]  # its link is cut
+        nodes = {f["host"]: f for f in row["findings"] if f["code"] == "DDN193"}
+        assert sorted(nodes) == ["node-c", "node-d"], row
+        assert "nothing listens" in nodes["node-c"]["message"]  # up, but not running
+        assert "no route or no answer" in nodes["node-d"]["message"]  # its link is cut
+        (link,) = [f for f in row["findings"] if f["code"] == "DDN194"]
+        assert link["data"]["link"] == ["node-b", "node-e"]
+        assert link["message"].startswith("node-b and node-e cannot reach each other")
         assert row["metrics"]["pairs"]["node-a,node-b"] == "ok"
-        assert "Exclude: node-c,node-d (written to" in bringup["stdout"][name]
+        assert row["metrics"]["pairs"]["node-a,node-e"] == "ok"
+        assert row["metrics"]["exclude"] == ["node-c", "node-d", "node-e"]
+        assert "Exclude: node-c,node-d,node-e (written to" in bringup["stdout"][name]
 
 
 def test_the_cut_off_node_says_it_is_the_one(bringup) -> None:
@@ -118,11 +125,13 @@ def test_the_cut_off_node_says_it_is_the_one(bringup) -> None:
     assert store["message"].startswith("node-d could not read the rendezvous store at node-a:29614")
     (self_named,) = _row(report, "localize")["findings"]
     assert self_named["code"] == "DDN193" and self_named["host"] == "node-d"
-    assert "node-d (this node) reaches none of its 3 peers" in self_named["message"]
+    assert "node-d (this node) reaches none of its 4 peers" in self_named["message"]
     assert bringup["rc"]["node-d"] == 1
 
 
 def test_every_node_writes_the_exclude_file(bringup) -> None:
-    assert bringup["exclude"]["node-a"] == "node-c,node-d\n"
-    assert bringup["exclude"]["node-b"] == bringup["exclude"]["node-a"]
+    assert bringup["exclude"]["node-a"] == "node-c,node-d,node-e\n"
+    assert (
+        bringup["exclude"]["node-b"] == bringup["exclude"]["node-e"] == bringup["exclude"]["node-a"]
+    )
     assert bringup["exclude"]["node-d"] == "node-d\n"

@@ -46,7 +46,7 @@ def test_a_dead_link_between_two_healthy_nodes_names_the_link_and_one_end() -> N
         "gpu004": {"gpu001": OK, "gpu002": UNREACHABLE, "gpu003": OK},
     }
     row, exclude = localize.judge(Probe("gpu001", HOSTS, rows))
-    assert _codes(row) == [("DDN194", "gpu004")]  # a tie: the later node is left out
+    assert _codes(row) == [("DDN194", "gpu004")]  # the later node of the pair is left out
     assert row.findings[0].data["link"] == ["gpu002", "gpu004"]
     assert exclude == ["gpu004"]
 
