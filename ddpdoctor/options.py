@@ -95,6 +95,6 @@ LocalizeOpt = Annotated[
     bool,
     typer.Option(
         "--localize",
-        help="After a failed multi-node run, probe every pair of nodes and name the bad node or link.",
+        help="After a multi-node run, probe every pair of nodes and name the bad node or link.",
     ),
 ]

@@ -120,15 +120,17 @@ def execute(
 
 
 def _bring_up(p: Plan, report: Report, arrivals: list[Finding], interrupted: bool) -> None:
-    """After a failed multi-node run: --localize's pair probe as one more row, and the nodes to
-    exclude (never joined, unreachable, one end of a dead link) in the report and the file."""
+    """After a multi-node run: --localize's pair probe as one more row, and the nodes to exclude
+    (never joined, unreachable, one end of a dead link) in the report and the file."""
     from ddpdoctor.node.cluster import write_exclude
     from ddpdoctor.report.model import overall_status
 
     b = p.bringup
     assert b is not None
     exclude = bringup.excluded(arrivals)
-    if b.localize and report.status == "fail" and not interrupted and b.probe_port:
+    # every node probes, whatever its own run said, so that the nodes meet (a passing probe
+    # ends as soon as every peer has answered)
+    if b.localize and not interrupted and b.probe_port:
         probed = reach.probe(b.me, b.hosts, b.probe_port, p.job.nonce, p.spec.timeout)
         row, bad = localize.judge(probed)
         report.checks.append(row)

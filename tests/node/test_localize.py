@@ -161,3 +161,26 @@ def test_hosts_come_from_the_slurm_step_and_the_node_rank_names_this_node() -> N
     b = bringup.resolve(LaunchArgs(nnodes=3, node_rank=1, localize=True), 29500, env=env)
     assert (b.hosts, b.me, b.probe_port) == (["gpu07", "gpu08", "gpu09"], "gpu08", 29501)
     assert bringup.hosts_from_env({"SLURM_JOB_NODELIST": "gpu[01-16]"}, 3) == []
+
+
+def test_when_every_node_runs_the_probe_it_ends_at_once_and_passes() -> None:
+    """Every node probes after its run, also a healthy one: the phases end as soon as every
+    peer has answered and sent its row, far before the deadline."""
+    hosts = ["node-a", "node-b", "node-c"]
+    where = {"node-a": "127.0.0.1", "node-b": "127.0.0.2", "node-c": "127.0.0.3"}
+    port = _free_port()
+    results: dict[str, Probe] = {}
+
+    def node(name: str) -> None:
+        results[name] = reach.probe(name, hosts, port, "n", 20.0, bind=where[name], resolve=where)
+
+    threads = [threading.Thread(target=node, args=(h,)) for h in hosts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    for name, p in results.items():
+        assert set(p.rows) == set(hosts), name  # every row reached every node
+        row, exclude = localize.judge(p)
+        assert (row.status, exclude) == ("pass", [])
+        assert p.duration_s < 20.0  # did not wait for the deadline
