@@ -24,9 +24,9 @@ RANK = textwrap.dedent("""\
     from ddpdoctor.trace import stacks
     stacks.install(Path(sys.argv[1]))
     def waiting_here():
+        Path(sys.argv[2]).touch()  # ready: from now on the stack is in this function
         while True:
             time.sleep(0.05)
-    Path(sys.argv[2]).touch()
     waiting_here()
 """)
 
@@ -56,7 +56,7 @@ def test_a_running_and_a_stopped_rank_both_give_their_stacks(
         stacks.take(folder, alive, dumps)
         assert sorted(dumps) == [0, 1]
         for r in (0, 1):
-            assert stacks.frames(dumps[r])[0] == f"waiting_here ({tmp_path / 'rank.py'}:7)"
+            assert stacks.frames(dumps[r])[0].startswith(f"waiting_here ({tmp_path / 'rank.py'}:")
         assert alive[1].status() == psutil.STATUS_STOPPED  # read, not resumed
         assert folder.flight_request.exists()  # the ranks were asked for their recorders too
     finally:
