@@ -8,7 +8,7 @@ only the dicts on a changed path (everything else is the reference's own objects
 
     diff(ref, data)       -> Shape, values      the writer
     compile_shape(shape)  -> Plan               once per shape, the reader
-    rebuild(ref, plan, row, offset) -> data     once per rank, the reader
+    rebuild(ref, plan, row) -> data             once per rank, the reader
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ from typing import Any
 Path = tuple[str, ...]
 # (paths whose value is set, paths that are gone): keys and the order the values come in
 Shape = tuple[tuple[Path, ...], tuple[Path, ...]]
-# {key: index of its value in the row | None (gone) | a nested Plan}
-Plan = dict[str, Any]
+# per dict on a changed path: (key, index of its value in the row) pairs, keys gone, and
+# (key, Plan) for the nested dicts that change
+Plan = tuple[tuple[tuple[str, int], ...], tuple[str, ...], tuple[tuple[str, Any], ...]]
+EMPTY: Plan = ((), (), ())
 
 
 def diff(ref: dict[str, Any], data: dict[str, Any]) -> tuple[Shape, list[Any]]:
@@ -57,33 +59,43 @@ def compile_shape(shape: Shape, offset: int = 0) -> Plan:
     """The paths of a shape as a tree of keys, so that rebuilding walks each changed dict once.
     `offset`: where the values start in a row (rows carry a few fields before them)."""
     sets, gone = shape
-    plan: Plan = {}
+    tree: dict[str, Any] = {}
     for i, path in enumerate(sets):
-        _node(plan, path)[path[-1]] = offset + i
+        _node(tree, path)[path[-1]] = offset + i
     for path in gone:
-        _node(plan, path)[path[-1]] = None
-    return plan
+        _node(tree, path)[path[-1]] = None
+    return _freeze(tree)
 
 
-def _node(plan: Plan, path: Path) -> Plan:
+def _node(tree: dict[str, Any], path: Path) -> dict[str, Any]:
     for k in path[:-1]:
-        plan = plan.setdefault(k, {})
-    return plan
+        tree = tree.setdefault(k, {})
+    return tree
+
+
+def _freeze(tree: dict[str, Any]) -> Plan:
+    if not tree:
+        return EMPTY
+    return (
+        tuple((k, v) for k, v in tree.items() if type(v) is int),
+        tuple(k for k, v in tree.items() if v is None),
+        tuple((k, _freeze(v)) for k, v in tree.items() if type(v) is dict),
+    )
 
 
 def rebuild(ref: dict[str, Any], plan: Plan, row: list[Any]) -> dict[str, Any]:
     """`ref` with the values of `row` placed at the plan's paths. An empty plan returns `ref`
     itself: ranks whose data is the same share one object."""
-    if not plan:
+    if plan is EMPTY:
         return ref
-    out = dict(ref)
-    for k, sub in plan.items():
-        if type(sub) is int:
-            out[k] = row[sub]
-        elif sub is None:
-            out.pop(k, None)
-        else:
-            out[k] = rebuild(ref[k], sub, row)
+    leaves, gone, nested = plan
+    out = ref.copy()
+    for k, i in leaves:
+        out[k] = row[i]
+    for k in gone:
+        out.pop(k, None)
+    for k, sub in nested:
+        out[k] = rebuild(ref[k], sub, row)
     return out
 
 

@@ -229,8 +229,28 @@ class Gathered:
     ranks: dict[int, Identity] = field(default_factory=dict)
     liveness: dict[int, Pulse] = field(default_factory=dict)
     version: int = GATHERED_VERSION
+    # each check's encoded text, with the entries and hosts it was encoded from (see to_text)
+    _encoded: dict[str, tuple[tuple[Any, ...], str]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_text(self) -> str:
+        """The file's text, as json.dumps(to_json()) would write it, but each check's part is
+        encoded once and reused while its entries are the same objects on the same hosts: rank 0
+        rewrites the file after every check, and re-encoding the earlier checks each time made
+        its writes at 16,384 ranks grow with the square of the number of checks. The cache keeps
+        the entries themselves, so a replaced entry (or a new identity's host) is seen."""
+        parts = []
+        for cid, per in self.checks.items():
+            key = (*per.items(), *(self.ranks[r].host if r in self.ranks else "" for r in per))
+            hit = self._encoded.get(cid)
+            if hit is None or hit[0] != key:
+                hit = self._encoded[cid] = (key, _dumps(_encode_check(per, self.ranks)))
+            parts.append(f"{_dumps(cid)}: {hit[1]}")
+        head = _dumps(self.to_json(checks=False))
+        return f'{head[:-1]}, "checks": {{{", ".join(parts)}}}}}'
+
+    def to_json(self, checks: bool = True) -> dict[str, Any]:
         """Version 2: each check's data once in full (`base`, the lowest rank's), and every rank
         as one row `[rank, ref, meta, duration_s, *values]`: the values that differ from its
         reference (`ref` -1: the base; else its host's first rank, whose row comes earlier),
@@ -242,14 +262,18 @@ class Gathered:
             [r, hosts.setdefault(i.host, len(hosts)), i.pid, i.device]
             for r, i in sorted(self.ranks.items())
         ]
-        return {
+        doc = {
             "version": GATHERED_VERSION,
             "nonce": self.nonce,
-            "checks": {cid: _encode_check(per, self.ranks) for cid, per in self.checks.items()},
             "hosts": list(hosts),
             "ranks": ranks,
             "liveness": [[r, p.alive, p.pulses, p.phase] for r, p in sorted(self.liveness.items())],
         }
+        if checks:
+            doc["checks"] = {
+                cid: _encode_check(per, self.ranks) for cid, per in self.checks.items()
+            }
+        return doc
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Gathered:
@@ -374,11 +398,19 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
+def _dumps(data: Any) -> str:
+    return json.dumps(data, default=str)
+
+
 def write_json(path: Path, data: Any) -> None:
     """Write so that a reader never sees half a file (write a sibling, then rename)."""
+    write_text(path, _dumps(data))
+
+
+def write_text(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, default=str)
+        fh.write(text)
     os.replace(tmp, path)
 
 
@@ -444,7 +476,7 @@ class RunFolder:
         write_json(self.beat_file(beat.rank), beat.to_json())
 
     def write_gathered(self, gathered: Gathered) -> None:
-        write_json(self.gathered_file, gathered.to_json())
+        write_text(self.gathered_file, gathered.to_text())
 
     def read_gathered(self) -> Gathered | None:
         with paused_gc():

@@ -125,3 +125,17 @@ def test_report_json_beyond_detail_ranks_keeps_statuses_compressed() -> None:
     small = {r: entries[r] for r in range(4)}
     assert sorted(collect._rank_details(small, [])) == [0, 1, 2, 3]
     assert collect._rank_status(small) == {}
+
+
+def test_the_file_text_reuses_earlier_checks_and_sees_a_changed_one() -> None:
+    g = Gathered(nonce="n", ranks={r: Identity(host=f"n{r // 2}") for r in range(4)})
+    g.checks["env"] = {r: CheckEntry(status="ok", data=snap(r)) for r in range(4)}
+    first = g.to_text()
+    assert json.loads(first) == json.loads(json.dumps(g.to_json()))
+    g.checks["later"] = {r: CheckEntry(status="ok", data={"v": r}) for r in range(4)}
+    g.checks["env"][3] = CheckEntry(status="error", error="late news")  # a replaced entry
+    g.ranks[2] = Identity(host="moved")  # and a rank whose host changed
+    back = Gathered.from_json(json.loads(g.to_text()))
+    assert back.checks["env"][3].error == "late news" and back.checks["later"][1].data == {"v": 1}
+    assert back.ranks[2].host == "moved"
+    assert json.loads(g.to_text()) == json.loads(json.dumps(g.to_json()))
