@@ -336,6 +336,10 @@ def main(argv: list[str] | None = None) -> int:
             spec = synthesize(Path(tmp), sizes[0], args.show)
             render.report(collect.assemble(Path(tmp), spec), ascii_only=True)
         return 0
+    # imports (the check modules, rich's tables) happen once per process whatever N is: paid
+    # here on a 16-rank folder, and printed, so that the first case's figures are about scale
+    warm = measure(2 * PER_NODE, "healthy")
+    print(f"warm-up at {2 * PER_NODE} ranks (imports, once per process): {warm['cpu_s']:.2f} s CPU")
     rows = []
     head = (
         f"{'ranks':>6} {'case':<11} {'assemble':>8} {'render':>7} {'json':>6} {'total':>6}"
