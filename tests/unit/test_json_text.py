@@ -13,7 +13,7 @@ def test_small_documents_read_exactly_as_indented_json() -> None:
     doc = {
         "a": 1,
         "b": [1, 2.5, {"c": None, "d": [], "e": {}}],
-        "f": {"g": "x\n\u00e9\"", "h": [[True, False]]},
+        "f": {"g": 'x\n\u00e9"', "h": [[True, False]]},
         "i": [],
     }
     assert schema.dumps(doc) == json.dumps(doc, indent=2)
