@@ -97,8 +97,9 @@ def test_rank_0s_output_is_shown_live(runs: dict[str, CliRun]) -> None:
     run = runs["clean_launch_echo.py"]
     logs = sorted(p.name for p in run.run_dir.glob("rank-*.log"))
     assert logs == ["rank-0.log", "rank-1.log"]  # every rank's output is kept
-    first = (run.run_dir / "rank-0.log").read_text().splitlines()[0]
-    assert first and first in run.output
+    assert "rank 1 saw its launch" in (run.run_dir / "rank-1.log").read_text()
+    assert "rank 0 saw its launch" in run.output
+    assert "rank 1 saw its launch" not in run.output
 
 
 def test_spawned_workers_are_traced_as_the_ranks(runs: dict[str, CliRun]) -> None:
