@@ -49,13 +49,25 @@ class Entry:
 
     def user_site(self) -> str | None:
         """Where the user's code called it: the innermost frame in the user's own files, else
-        the innermost outside torch (a library's)."""
+        the innermost outside torch (a library's). ddpdoctor's own frames are known by the
+        package folder in their path, not by where it is installed here: the dump may come
+        from another checkout or machine."""
         from ddpdoctor.trace.sites import is_user_file
 
-        outside = [f for f in self.frames if "/torch/" not in f[0] and not f[0].startswith("<")]
+        outside = [
+            f
+            for f in self.frames
+            if "/torch/" not in f[0] and not f[0].startswith("<") and not _OWN.search(f[0])
+        ]
         for path, line, func in [f for f in outside if is_user_file(f[0])] or outside:
             return f"{path}:{line} ({func})"
         return None
+
+
+_OWN = re.compile(
+    r"/ddpdoctor/(?:trace|rank|bench|job|flight|report|node|triage|lint)/[^/]+\.py$"
+    r"|/ddpdoctor/[a-z_]+\.py$"
+)  # ddpdoctor's own modules, wherever the checkout is (not a project folder named ddpdoctor)
 
 
 @dataclass

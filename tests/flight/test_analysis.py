@@ -31,7 +31,7 @@ def test_a_rank_that_skipped_the_last_batch_never_joined_its_all_reduce() -> Non
     g = default(f)
     assert (g.parted_at, g.never_joined, g.waiting, g.last_all) == (10, [1], [0], 9)
     assert g.op == "all_reduce" and g.site is not None
-    assert g.site.startswith(str(Path("/work/wt-fr-dumps/tests/fixtures/run/uneven_batches.py")))
+    assert "tests/fixtures/run/uneven_batches.py:" in g.site  # where the dump was made
     assert ":20 " in g.site  # the backward of the extra batch, the user's line
     (found,) = f.findings()
     assert found.code == "DDP701" and found.ranks == [1]
