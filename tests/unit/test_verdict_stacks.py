@@ -52,6 +52,9 @@ def test_a_running_and_a_stopped_rank_both_give_their_stacks(
     try:
         os.kill(procs[1].pid, signal.SIGSTOP)
         alive = {r: psutil.Process(p.pid) for r, p in enumerate(procs)}
+        deadline = time.monotonic() + 10  # SIGSTOP is delivered asynchronously
+        while alive[1].status() != psutil.STATUS_STOPPED and time.monotonic() < deadline:
+            time.sleep(0.01)
         dumps: dict[int, str] = {}
         stacks.take(folder, alive, dumps)
         assert sorted(dumps) == [0, 1]
