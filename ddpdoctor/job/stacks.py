@@ -15,6 +15,7 @@ from ddpdoctor.report.model import RankState
 from ddpdoctor.runfiles import RunFolder
 
 DUMP_WAIT_S = 1.5
+_TRACER = f"{os.sep}ddpdoctor{os.sep}trace{os.sep}"  # `ddpdoctor run`'s entry and hooks
 SHOWN_FRAMES = 3
 
 
@@ -83,8 +84,9 @@ def _stopped(proc: Any) -> bool:
 
 
 def frames(text: str) -> list[str]:
-    """The main thread's frames, innermost first, as 'function (path:line)', torch's own left
-    out: where the rank's own code was (a probe's line, or the user's)."""
+    """The main thread's frames, innermost first, as 'function (path:line)', torch's own and
+    the tracer's wrappers left out: where the rank's own code was (a probe's line, or the
+    user's)."""
     from ddpdoctor.trace.stacks import main_thread, parse_dump
 
     thread = main_thread(parse_dump(text))
@@ -93,7 +95,7 @@ def frames(text: str) -> list[str]:
     return [
         f"{func} ({path}:{line})"
         for path, line, func in thread.frames
-        if f"{os.sep}torch{os.sep}" not in path and not path.startswith("<")
+        if f"{os.sep}torch{os.sep}" not in path and not path.startswith("<") and _TRACER not in path
     ]
 
 
