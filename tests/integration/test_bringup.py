@@ -20,7 +20,7 @@ from cluster import Cluster, require_netns
 
 from ddpdoctor.report import schema
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # timing-sensitive verdicts
 
 RDZV_TIMEOUT = 20  # torchrun and the preloaded store client need ~15 s to start here under load
 PROBE_TIMEOUT = 8  # --timeout: each phase of the pair probe

@@ -17,7 +17,7 @@ from harness import finish, leftovers, send, start_check, wait_for_check, wait_f
 from ddpdoctor.job import remote_stack
 from ddpdoctor.report import schema
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # timing-sensitive verdicts
 T = 5  # --timeout for every fault run: the deadline of one collective
 GRACE = 3 + 0.1 * T  # the launcher's grace after a deadline (LaunchSpec.grace_s)
 MARGIN = 10  # process start-up and teardown on a loaded 2-core CI machine

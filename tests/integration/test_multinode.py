@@ -15,7 +15,7 @@ from cluster import Cluster, Node, job_view, require_netns, require_uts, wait_al
 
 from ddpdoctor.report import schema
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # timing-sensitive verdicts
 
 
 def free_port(lo: int = 0, hi: int = 0) -> int:

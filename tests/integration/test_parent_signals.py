@@ -15,13 +15,13 @@ import psutil
 import pytest
 from harness import finish, leftovers, send, start_check, wait_for_check
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # timing-sensitive verdicts
 T = 5
 
 
 def torchrun_of(proc_pid: int) -> psutil.Process:
     for child in psutil.Process(proc_pid).children(recursive=True):
-        if "torch.distributed.run" in " ".join(child.cmdline()):
+        if any(m in " ".join(child.cmdline()) for m in ("torch.distributed.run", "loopback_store")):
             return child
     raise AssertionError("no torchrun below ddpdoctor")
 

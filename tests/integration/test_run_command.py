@@ -18,7 +18,7 @@ from harness import leftovers, send
 
 from ddpdoctor.report import schema
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # timing-sensitive verdicts
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "run"
 

@@ -46,7 +46,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CliRun]:
             options=options,
             args=(str(folder),) if name in NEEDS_OUT_DIR else (),
         )  # fmt: skip
-    return cli_runs(jobs, alone=set(HANGS))
+    return cli_runs(jobs, alone=set(HANGS))  # their verdicts need the deadline, not more CPU
 
 
 @pytest.mark.parametrize("name", ALL)
