@@ -59,6 +59,22 @@ def kwarg(call: ast.Call, name: str) -> ast.expr | None:
     return None
 
 
+# Calls that start a function as a new process; spawn_target() finds the function.
+SPAWN_CALLS = ("spawn", "start_processes", "Process")
+
+
+def spawn_target(call: ast.Call) -> ast.expr | None:
+    """The function a spawn call starts: `mp.spawn(fn, ...)`, `spawn(fn=...)`,
+    `start_processes(fn, ...)`, `Process(target=fn)` (its first positional is a group, not the
+    target), with a `functools.partial(fn, ...)` unwrapped. None when it is none of these."""
+    fn = kwarg(call, "target") or kwarg(call, "fn")
+    if fn is None and call.args and last_name(call.func) != "Process":
+        fn = call.args[0]
+    if isinstance(fn, ast.Call) and last_name(fn.func) == "partial" and fn.args:
+        fn = fn.args[0]
+    return fn if isinstance(fn, ast.Name | ast.Attribute) else None
+
+
 def has_star_args(call: ast.Call) -> bool:
     """`f(*args)` / `f(**kwargs)`: any argument may be hiding in there."""
     return any(kw.arg is None for kw in call.keywords) or any(
@@ -386,16 +402,34 @@ class ModuleIndex:
 
     @cached_property
     def spawn_targets(self) -> set[ast.AST]:
-        """Functions started as new processes (mp.spawn(fn), Process(target=fn)): they begin
-        without the parent's process group."""
+        """Functions of this file started as new processes (mp.spawn(fn), Process(target=fn),
+        start_processes, through functools.partial too): they begin without the parent's
+        process group, and end with their own."""
         targets: set[ast.AST] = set()
-        for call in self.calls_named("spawn", "start_processes", "Process"):
-            fn = kwarg(call, "target") or kwarg(call, "fn")
-            if fn is None and call.args and self.callee_name(call) != "Process":
-                fn = call.args[0]
+        for call in self.calls_named(*SPAWN_CALLS):
+            fn = spawn_target(call)
             if isinstance(fn, ast.Name):
-                targets.update(self.functions.get(fn.id, ()))
+                targets.update(
+                    f for f in self.functions.get(fn.id, ()) if not self.enclosing_class(f)
+                )
+            elif isinstance(fn, ast.Attribute) and dotted(fn.value) in ("self", "cls"):
+                cls = self.enclosing_class(self.scope_of(call))
+                if cls is not None:
+                    targets.update(self._methods_of(cls, fn.attr))
         return targets
+
+    def reachable(self, func: ast.AST) -> set[ast.AST]:
+        """The functions of this file that running func may run (itself included): what a
+        process started at func executes, as far as this file shows."""
+        seen = {func}
+        stack = [func]
+        while stack:
+            for call in self.calls_by_scope.get(id(stack.pop()), ()):
+                for callee in self.resolve_call(call):
+                    if callee not in seen:
+                        seen.add(callee)
+                        stack.append(callee)
+        return seen
 
     @cached_property
     def entry_points(self) -> set[ast.AST]:

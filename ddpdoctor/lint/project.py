@@ -11,8 +11,8 @@ import ast
 import os
 from dataclasses import dataclass, field
 
-from ddpdoctor.lint.files import read_bytes, unreadable_reason
-from ddpdoctor.lint.index import FUNC_TYPES, ModuleIndex, dotted
+from ddpdoctor.lint.files import read_bytes, skip_dir, unreadable_reason
+from ddpdoctor.lint.index import FUNC_TYPES, SPAWN_CALLS, ModuleIndex, dotted, spawn_target
 
 # What a call does, by the callee's last name.
 DIRECT = {
@@ -22,6 +22,10 @@ DIRECT = {
 }
 PRINT_TARGETS = ("builtins.print", "__builtin__.print", "__builtins__.print", "sys.stdout")
 MAX_DEPTH = 6
+# What a module that starts processes must say; a file without any is never parsed for it.
+SPAWN_WORDS = tuple(f"{w}(".encode() for w in SPAWN_CALLS)
+# Looking for who spawns a function stops after this many files: a monorepo is not a project.
+MAX_SCAN_FILES = 20_000
 ROOT_MARKERS = ("pyproject.toml", ".git", "setup.py", "setup.cfg")
 
 # A reference to a callee as written: ("name", local) or ("attr", receiver, attribute).
@@ -112,6 +116,10 @@ def _nodes(root: ast.AST) -> list[ast.AST]:
     return out
 
 
+def _last(func: ast.AST) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
 def _function_facts(func: ast.AST, names: set[str], mod: ModuleFacts) -> FuncFacts:
     """One walk of a function's body: its direct effects, local callees, imported callees."""
     facts = FuncFacts()
@@ -161,6 +169,8 @@ class Project:
         self._facts: dict[str, ModuleFacts | None] = {}
         self._modules: dict[tuple[str, str, int], str | None] = {}
         self._effects: dict[tuple[str, str], frozenset[str]] = {}
+        self._spawners: list[tuple[str, bytes]] | None = None
+        self._spawned: dict[str, set[tuple[str, str]]] = {}
 
     # -- files --------------------------------------------------------------------------------
     def _inside(self, path: str) -> bool:
@@ -221,6 +231,62 @@ class Project:
         if key not in self._facts:
             words = any(w in source for w in EFFECT_WORDS)
             self._facts[key] = facts_of(tree, key, with_functions=words)
+
+    # -- processes ----------------------------------------------------------------------------
+    def spawned_elsewhere(self, path: str, names: set[str]) -> set[str]:
+        """Which of these top-level functions of `path` another module of the project starts as
+        a process (`mp.spawn(workers.run, ...)`): each is a process's entry point, though no
+        line of its own file says so. Read only on demand (a helper module that sets a group up
+        and never tears it down): only files holding a spawn call and one of the names are
+        parsed, each once."""
+        here = os.path.abspath(path)
+        found: set[str] = set()
+        for other, data in self._spawn_files():
+            if other == here or not any(n.encode() in data for n in names):
+                continue
+            found |= {name for target, name in self._spawn_sites(other) if target == here}
+        return found & names
+
+    def _spawn_files(self) -> list[tuple[str, bytes]]:
+        """The project's files that may start a process, with their bytes (few, and small)."""
+        if self._spawners is None:
+            self._spawners = []
+            seen = 0
+            for folder, dirs, names in os.walk(self.root):
+                dirs[:] = sorted(d for d in dirs if not skip_dir(d))
+                for name in sorted(n for n in names if n.endswith(".py")):
+                    seen += 1
+                    if seen > MAX_SCAN_FILES:
+                        return self._spawners
+                    file = os.path.join(folder, name)
+                    try:
+                        if unreadable_reason(file) is None:
+                            data = read_bytes(file)
+                            if any(w in data for w in SPAWN_WORDS):
+                                self._spawners.append((file, data))
+                    except OSError:
+                        continue
+        return self._spawners
+
+    def _spawn_sites(self, path: str) -> set[tuple[str, str]]:
+        """(file, function) pairs that the spawn calls of `path` start, resolved through its
+        imports."""
+        if path not in self._spawned:
+            self._spawned[path] = set()
+            try:
+                tree = ast.parse(read_bytes(path), filename=path)
+            except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+                return self._spawned[path]
+            mod = facts_of(tree, path, with_functions=False)
+            for node in _nodes(tree):
+                if not isinstance(node, ast.Call) or _last(node.func) not in SPAWN_CALLS:
+                    continue
+                fn = spawn_target(node)
+                ref = callee_ref(ast.Call(func=fn, args=[], keywords=[])) if fn else None
+                target = self.resolve(mod, ref) if ref else None
+                if target is not None:
+                    self._spawned[path].add((target[0].path, target[1]))
+        return self._spawned[path]
 
     # -- functions ----------------------------------------------------------------------------
     def resolve(self, mod: ModuleFacts, ref: Ref, depth: int = 0) -> tuple[ModuleFacts, str] | None:
