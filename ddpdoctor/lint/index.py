@@ -15,6 +15,33 @@ COMP_TYPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)
 
 
+# Fields that never hold a node worth visiting: names and flags, and the ctx/op nodes (one
+# shared `Load()` object serves a whole tree, so a parent link for it means nothing). Skipping
+# them makes the one walk about a third shorter.
+_LEAF_FIELDS = frozenset(
+    {"ctx", "op", "ops", "id", "attr", "arg", "name", "asname", "module", "level", "kind"}
+    | {"type_comment", "conversion", "is_async", "simple"}
+)
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def child_fields(node_type: type) -> tuple[str, ...]:
+    """The fields of this node type that may hold child nodes (a constant's value does not)."""
+    fields = _CHILD_FIELDS.get(node_type)
+    if fields is None:
+        leaf = node_type in (ast.Constant, ast.MatchSingleton)
+        fields = tuple(
+            f for f in node_type._fields if f not in _LEAF_FIELDS and not (leaf and f == "value")
+        )
+        _CHILD_FIELDS[node_type] = fields
+    return fields
+
+
+for _cls in vars(ast).values():
+    if isinstance(_cls, type) and issubclass(_cls, ast.AST):
+        child_fields(_cls)
+
+
 class _Unknown:
     """An origin we cannot see (a parameter, a loop variable, an import): checks stay silent."""
 
@@ -92,6 +119,9 @@ class ModuleIndex:
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
         self.parents: dict[int, ast.AST] = {}
+        # id(call or function) -> its scope, and id(call) -> its callee's name: asked often.
+        self.scopes: dict[int, ast.AST] = {}
+        self.names: dict[int, str] = {}
         self.calls: list[ast.Call] = []
         self.calls_by_name: dict[str, list[ast.Call]] = defaultdict(list)
         self.functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = defaultdict(list)
@@ -119,13 +149,13 @@ class ModuleIndex:
         # file's tree is freed as soon as its index is, without waiting for the cycle collector.
         parents = self.parents
         stack: list[tuple[ast.AST, ast.AST]] = [(self.tree, self.tree)]
-        calls, functions, bindings = self.calls, self.functions, self.bindings
+        calls, functions, bindings, scopes = self.calls, self.functions, self.bindings, self.scopes
         node_type, list_type = ast.AST, list
         while stack:
             node, scope = stack.pop()
             t = type(node)
             inner = node if t in FUNC_TYPES else scope
-            for field in node._fields:
+            for field in _CHILD_FIELDS.get(t) or child_fields(t):
                 value = getattr(node, field, None)
                 if isinstance(value, list_type):
                     for child in value:
@@ -137,6 +167,7 @@ class ModuleIndex:
                     stack.append((value, inner))
             if t is ast.Call:
                 calls.append(node)
+                scopes[id(node)] = scope
             elif t is ast.Name:
                 if type(node.ctx) is ast.Load:
                     self.name_loads.add(node.id)
@@ -150,6 +181,7 @@ class ModuleIndex:
                     self._bind(node.target, node.value, scope)
             elif t in FUNC_TYPES:
                 functions[node.name].append(node)
+                scopes[id(node)] = scope
                 args = node.args
                 for a in (*args.posonlyargs, *args.args, *args.kwonlyargs):
                     bindings[a.arg].append((node, UNKNOWN))
@@ -189,8 +221,11 @@ class ModuleIndex:
                     and test.left.id == "__name__"
                 ):
                     self.has_main_guard = True
+        names = self.names
         for call in calls:
-            self.calls_by_name[self.callee_name(call)].append(call)
+            name = self.callee_name(call)
+            names[id(call)] = name
+            self.calls_by_name[name].append(call)
 
     def _bind(self, target: ast.AST, value: ast.expr | None, scope: ast.AST) -> None:
         if isinstance(target, (ast.Tuple, ast.List)):
@@ -236,6 +271,9 @@ class ModuleIndex:
 
     def callee_name(self, call: ast.Call) -> str:
         """The callee's last name after resolving import aliases (`DDP` → the class name)."""
+        known = self.names.get(id(call))
+        if known is not None:
+            return known
         func = call.func
         if isinstance(func, ast.Name):
             full = self.aliases.get(func.id)
@@ -302,7 +340,11 @@ class ModuleIndex:
         return self.parents.get(id(node))
 
     def scope_of(self, node: ast.AST) -> ast.AST:
-        """The function (or the module) whose body holds this node."""
+        """The function (or the module) whose body holds this node (known from the walk for
+        calls and functions, the nodes most asked about)."""
+        known = self.scopes.get(id(node))
+        if known is not None:
+            return known
         p = self.parents.get(id(node))
         while p is not None and not isinstance(p, SCOPE_TYPES):
             p = self.parents.get(id(p))

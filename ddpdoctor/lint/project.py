@@ -12,7 +12,14 @@ import os
 from dataclasses import dataclass, field
 
 from ddpdoctor.lint.files import read_bytes, skip_dir, unreadable_reason
-from ddpdoctor.lint.index import FUNC_TYPES, SPAWN_CALLS, ModuleIndex, dotted, spawn_target
+from ddpdoctor.lint.index import (
+    FUNC_TYPES,
+    SPAWN_CALLS,
+    ModuleIndex,
+    child_fields,
+    dotted,
+    spawn_target,
+)
 
 # What a call does, by the callee's last name.
 DIRECT = {
@@ -107,7 +114,7 @@ def _nodes(root: ast.AST) -> list[ast.AST]:
     while stack:
         node = stack.pop()
         out.append(node)
-        for name in node._fields:
+        for name in child_fields(type(node)):
             value = getattr(node, name, None)
             if isinstance(value, list):
                 stack.extend(v for v in value if isinstance(v, node_type))
@@ -354,12 +361,19 @@ def external_effects(index: ModuleIndex, call: ast.Call) -> frozenset[str] | Non
         head = ref[1].split(".", 1)[0]
         if head not in index.module_imports and head not in index.from_imports:
             return None
-    # This file's own import tables, from its index: the project's facts of it may be the
-    # empty ones of a file without effect words, read earlier as someone's import.
-    here = os.path.abspath(index.path)
-    mod = ModuleFacts(here, {}, index.from_imports, index.module_imports)
-    found = project.resolve(mod, ref)
-    return None if found is None else project.effects(found[0], found[1])
+    # The same callee is called many times in a file (`dist.get_rank()`): resolve it once.
+    cache: dict[Ref, frozenset[str] | None] = index.__dict__.setdefault("_external", {})
+    if ref not in cache:
+        # This file's own import tables, from its index: the project's facts of it may be the
+        # empty ones of a file without effect words, read earlier as someone's import.
+        mod = index.__dict__.get("_as_module")
+        if mod is None:
+            here = os.path.abspath(index.path)
+            mod = ModuleFacts(here, {}, index.from_imports, index.module_imports)
+            index.__dict__["_as_module"] = mod
+        found = project.resolve(mod, ref)
+        cache[ref] = None if found is None else project.effects(found[0], found[1])
+    return cache[ref]
 
 
 def local_effects(index: ModuleIndex, func: ast.AST) -> frozenset[str]:
