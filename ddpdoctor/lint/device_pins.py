@@ -163,10 +163,14 @@ def _hard_coded_device(index: ModuleIndex) -> list[Hit]:
     has_set_device = bool(index.calls_by_name.get("set_device")) or (
         "set_device" in program_effects(index)
     )
+    # A bare "cuda" is each rank's own GPU once set_device ran. A module that does not set the
+    # group up itself (a training loop its caller runs) cannot see whether the caller did:
+    # silent there, as for a bare .cuda().
+    bare_ok = has_set_device or not index.all_init_calls
     hits: list[Hit] = []
     for call in sorted(index.calls, key=position):
         text = _device_literal(index, call)
-        if text is None or (text == "cuda" and has_set_device):
+        if text is None or (text == "cuda" and bare_ok):
             continue
         if _single_process_branch(index, call):
             continue

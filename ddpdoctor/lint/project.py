@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from dataclasses import dataclass, field
 
 from ddpdoctor.lint.files import read_bytes, skip_dir, unreadable_reason
@@ -57,6 +58,9 @@ class ModuleFacts:
     functions: dict[str, FuncFacts]
     from_imports: dict[str, tuple[str, int, str]]
     module_imports: dict[str, str]
+    # False: only the imports were kept (no effect words); its functions are read on demand
+    # when a call reaches one and the module imports a module that has effect words.
+    complete: bool = True
 
 
 def callee_ref(call: ast.Call) -> Ref | None:
@@ -96,7 +100,7 @@ def _imports(tree: ast.Module) -> tuple[dict[str, tuple[str, int, str]], dict[st
 def facts_of(tree: ast.Module, path: str, with_functions: bool = True) -> ModuleFacts:
     """A module's import tables and, when it has effect words, its top-level functions' facts."""
     froms, modules = _imports(tree)
-    mod = ModuleFacts(path, {}, froms, modules)
+    mod = ModuleFacts(path, {}, froms, modules, complete=with_functions)
     if with_functions:
         defs = [n for n in tree.body if isinstance(n, FUNC_TYPES)]
         names = {d.name for d in defs}
@@ -177,7 +181,9 @@ class Project:
         self._modules: dict[tuple[str, str, int], str | None] = {}
         self._effects: dict[tuple[str, str], frozenset[str]] = {}
         self._spawners: list[tuple[str, bytes]] | None = None
+        self._links: re.Pattern[bytes] | None = None
         self._spawned: dict[str, set[tuple[str, str]]] = {}
+        self.parsed: set[str] = set()  # files parsed here without error: no need to again
 
     # -- files --------------------------------------------------------------------------------
     def _inside(self, path: str) -> bool:
@@ -224,20 +230,72 @@ class Project:
             return None
         try:
             data = read_bytes(path)
-            if not _has_effect_words(data) and not path.endswith("__init__.py"):
+            if not (
+                _has_effect_words(data) or path.endswith("__init__.py") or self._links_to(data)
+            ):
                 return ModuleFacts(path, {}, {}, {})  # no effect words: nothing to follow
             tree = ast.parse(data, filename=path)
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
             return None
+        self.parsed.add(path)
         return facts_of(tree, path)
 
     def remember(self, tree: ast.Module, path: str, source: str) -> None:
         """Keep the facts of a file the engine parsed anyway, so an import of it costs nothing.
-        A file without effect words keeps only its imports (they may re-export one)."""
+        A file without effect words keeps only its imports (they may re-export one); its
+        functions are read again only if a call reaches one (see _complete)."""
         key = os.path.abspath(path)
         if key not in self._facts:
             words = any(w in source for w in EFFECT_WORDS)
             self._facts[key] = facts_of(tree, key, with_functions=words)
+
+    def _complete(self, mod: ModuleFacts) -> ModuleFacts:
+        """A module kept without its functions, read in full when it imports a module of the
+        project that has effect words: `setup()` in config.py calling `distributed.enable()`
+        is one link of a chain (script -> config -> distributed) that ends in an init."""
+        full = ModuleFacts(mod.path, {}, mod.from_imports, mod.module_imports)
+        try:
+            data = read_bytes(mod.path)
+            if self._links_to(data):
+                full = facts_of(ast.parse(data, filename=mod.path), mod.path)
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            pass
+        self._facts[mod.path] = full
+        return full
+
+    def _links_to(self, data: bytes) -> bool:
+        """Whether a module's import lines name a module of the project with effect words."""
+        if self._links is None:
+            self._scan()
+        return self._links is not None and self._links.search(data) is not None
+
+    def _scan(self) -> None:
+        """One walk over the project's files, on demand: which may start processes (kept with
+        their bytes: few and small), and the names of the modules with effect words (a
+        package's `__init__.py` by its folder's name), as one pattern over import lines."""
+        self._spawners, stems = [], set()
+        seen = 0
+        for folder, dirs, names in os.walk(self.root):
+            dirs[:] = sorted(d for d in dirs if not skip_dir(d))
+            for name in sorted(n for n in names if n.endswith(".py")):
+                seen += 1
+                if seen > MAX_SCAN_FILES:
+                    break
+                file = os.path.join(folder, name)
+                try:
+                    if unreadable_reason(file) is not None:
+                        continue
+                    data = read_bytes(file)
+                except OSError:
+                    continue
+                if any(w in data for w in SPAWN_WORDS):
+                    self._spawners.append((file, data))
+                if _has_effect_words(data):
+                    stem = os.path.basename(folder) if name == "__init__.py" else name[:-3]
+                    if stem.isidentifier():
+                        stems.add(stem)
+        words = b"|".join(re.escape(s.encode()) for s in sorted(stems)) or b"(?!x)x"
+        self._links = re.compile(rb"(?m)^[ \t]*(?:from|import)[ \t][^\n]*\b(?:" + words + rb")\b")
 
     # -- processes ----------------------------------------------------------------------------
     def spawned_elsewhere(self, path: str, names: set[str]) -> set[str]:
@@ -255,25 +313,10 @@ class Project:
         return found & names
 
     def _spawn_files(self) -> list[tuple[str, bytes]]:
-        """The project's files that may start a process, with their bytes (few, and small)."""
+        """The project's files that may start a process, with their bytes."""
         if self._spawners is None:
-            self._spawners = []
-            seen = 0
-            for folder, dirs, names in os.walk(self.root):
-                dirs[:] = sorted(d for d in dirs if not skip_dir(d))
-                for name in sorted(n for n in names if n.endswith(".py")):
-                    seen += 1
-                    if seen > MAX_SCAN_FILES:
-                        return self._spawners
-                    file = os.path.join(folder, name)
-                    try:
-                        if unreadable_reason(file) is None:
-                            data = read_bytes(file)
-                            if any(w in data for w in SPAWN_WORDS):
-                                self._spawners.append((file, data))
-                    except OSError:
-                        continue
-        return self._spawners
+            self._scan()
+        return self._spawners or []
 
     def _spawn_sites(self, path: str) -> set[tuple[str, str]]:
         """(file, function) pairs that the spawn calls of `path` start, resolved through its
@@ -302,6 +345,8 @@ class Project:
             return None
         if ref[0] == "name":
             local = ref[1]
+            if local not in mod.functions and local not in mod.from_imports and not mod.complete:
+                mod = self._complete(mod)
             if local in mod.functions:
                 return mod, local
             spec = mod.from_imports.get(local)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 
 from ddpdoctor.lint.finding import Hit
+from ddpdoctor.lint.guards import implies_rank0
 from ddpdoctor.lint.index import FUNC_TYPES, ModuleIndex, dotted, last_name, position
 from ddpdoctor.lint.project import Project, external_effects, program_effects
 
@@ -34,8 +35,30 @@ def check(index: ModuleIndex) -> list[Hit]:
             hits.append(_hit(index, own[0], f"before the spawned worker {name}() returns"))
     rest = [c for c in inits if id(c) not in judged]
     if rest and _script_misses_destroy(index, rest):
-        hits.append(_hit(index, rest[0], "at the end of training"))
+        split = [c for c in index.calls_by_name.get(DESTROY, ()) if _one_side_of_rank0(index, c)]
+        where = (
+            f"on every rank (the call on line {split[0].lineno} runs on one side of a rank-0 "
+            "test only)"
+            if split
+            else "at the end of training"
+        )
+        hits.append(_hit(index, rest[0], where))
     return hits
+
+
+def _one_side_of_rank0(index: ModuleIndex, call: ast.AST) -> bool:
+    """`if rank == 0: ... else: dist.destroy_process_group()` (or the reverse): a teardown that
+    rank 0, or every rank but 0, never reaches."""
+    child = call
+    for anc in index.ancestors(call):
+        if isinstance(anc, ast.If) and child is not anc.test:
+            in_body = child in anc.body
+            if implies_rank0(anc.test, negated=not in_body) or implies_rank0(
+                anc.test, negated=in_body
+            ):
+                return True
+        child = anc
+    return False
 
 
 def _workers(index: ModuleIndex, inits: list[ast.Call]) -> set[ast.AST]:
@@ -88,16 +111,21 @@ def _script_misses_destroy(index: ModuleIndex, inits: list[ast.Call]) -> bool:
     anywhere in the file or its project's helpers."""
     if not _is_script(index, inits):
         return False  # a helper module: its caller decides when training ends
-    # Called, or handed over (`atexit.register(dist.destroy_process_group)`).
-    if {DESTROY} & (index.calls_by_name.keys() | index.attr_names | index.name_loads):
+    # Called on every rank, or handed over (`atexit.register(dist.destroy_process_group)`).
+    calls = index.calls_by_name.get(DESTROY, ())
+    if any(not _one_side_of_rank0(index, c) for c in calls):
+        return False
+    if not calls and DESTROY in (index.attr_names | index.name_loads):
         return False
     if "destroy" in program_effects(index):
         return False  # a helper of the project destroys it (read there)
     # A cleanup()/teardown() helper we cannot read: trust its name. A local one is read, and
     # so is one of the project's other modules.
-    for name, calls in index.calls_by_name.items():
+    for name, named in index.calls_by_name.items():
+        if name == DESTROY:
+            continue  # judged above
         if any(w in name.lower() for w in TEARDOWN_WORDS) and not all(
-            index.resolve_call(c) or external_effects(index, c) is not None for c in calls
+            index.resolve_call(c) or external_effects(index, c) is not None for c in named
         ):
             return False
     return True

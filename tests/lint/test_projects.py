@@ -128,3 +128,20 @@ def test_without_its_launcher_a_worker_module_is_a_helper(tmp_path: Path) -> Non
     (tmp_path / "workers.py").write_text(source)
     (tmp_path / "launch.py").write_text("import workers\n\nworkers.run_worker(0, 1)\n")
     assert lint_paths([str(tmp_path / "workers.py")], root=str(tmp_path)) == []
+
+
+def test_a_chain_through_a_module_without_effect_words_is_followed() -> None:
+    """tools/train.py alone: setup() lives in core/config.py, which never names the group but
+    calls core/comm.py, which sets it up. Read two modules deep, as when the whole project is
+    linted (where config.py is linted, and kept without its functions, before train.py)."""
+    folder = PROJECTS / "chained_setup"
+    found = lint_paths([str(folder / "tools" / "train.py")], root=str(folder))
+    assert [(f.line, f.code) for f in found] == [(13, "DDL007")]
+    assert "set up through setup()" in found[0].message
+
+
+def test_a_teardown_on_one_side_of_a_rank_test_is_named() -> None:
+    found = lint_paths([str(PROJECTS / "chained_setup")], root=str(PROJECTS / "chained_setup"))
+    split = [f for f in found if f.path.endswith("evaluate.py")]
+    assert [f.line for f in split] == [9]
+    assert "line 14 runs on one side of a rank-0 test only" in split[0].message
