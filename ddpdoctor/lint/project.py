@@ -168,6 +168,15 @@ def find_root(paths: list[str]) -> str:
         here = up
 
 
+IMPORT_LINES = re.compile(rb"(?m)^[ \t]*(?:from|import)[ \t][^\n]*")
+WORD = re.compile(rb"\w+")
+
+
+def _imported_words(data: bytes) -> set[bytes]:
+    """Every identifier on the module's import lines (`from core import comm` -> core, comm)."""
+    return set(WORD.findall(b" ".join(IMPORT_LINES.findall(data))))
+
+
 def _has_effect_words(data: bytes) -> bool:
     return any(w.encode() in data for w in EFFECT_WORDS)
 
@@ -181,7 +190,7 @@ class Project:
         self._modules: dict[tuple[str, str, int], str | None] = {}
         self._effects: dict[tuple[str, str], frozenset[str]] = {}
         self._spawners: list[tuple[str, bytes]] | None = None
-        self._links: re.Pattern[bytes] | None = None
+        self._links: set[bytes] | None = None
         self._spawned: dict[str, set[tuple[str, str]]] = {}
         self.parsed: set[str] = set()  # files parsed here without error: no need to again
 
@@ -264,16 +273,19 @@ class Project:
         return full
 
     def _links_to(self, data: bytes) -> bool:
-        """Whether a module's import lines name a module of the project with effect words."""
+        """Whether a module's import lines name a module of the project that has effect words,
+        or that imports one (and so on: a chain of modules ending in an init)."""
         if self._links is None:
             self._scan()
-        return self._links is not None and self._links.search(data) is not None
+        return bool(self._links and _imported_words(data) & self._links)
 
     def _scan(self) -> None:
         """One walk over the project's files, on demand: which may start processes (kept with
-        their bytes: few and small), and the names of the modules with effect words (a
-        package's `__init__.py` by its folder's name), as one pattern over import lines."""
-        self._spawners, stems = [], set()
+        their bytes: few and small), and the names of the modules on a chain of imports that
+        ends in a module with effect words (a package's `__init__.py` by its folder's name)."""
+        self._spawners = []
+        linked: set[bytes] = set()
+        others: list[tuple[bytes, set[bytes]]] = []
         seen = 0
         for folder, dirs, names in os.walk(self.root):
             dirs[:] = sorted(d for d in dirs if not skip_dir(d))
@@ -290,12 +302,17 @@ class Project:
                     continue
                 if any(w in data for w in SPAWN_WORDS):
                     self._spawners.append((file, data))
+                stem = (os.path.basename(folder) if name == "__init__.py" else name[:-3]).encode()
                 if _has_effect_words(data):
-                    stem = os.path.basename(folder) if name == "__init__.py" else name[:-3]
-                    if stem.isidentifier():
-                        stems.add(stem)
-        words = b"|".join(re.escape(s.encode()) for s in sorted(stems)) or b"(?!x)x"
-        self._links = re.compile(rb"(?m)^[ \t]*(?:from|import)[ \t][^\n]*\b(?:" + words + rb")\b")
+                    linked.add(stem)
+                else:
+                    others.append((stem, _imported_words(data)))
+        for _ in range(MAX_DEPTH):  # the links of the links, as deep as effects are followed
+            grown = {stem for stem, words in others if stem not in linked and words & linked}
+            if not grown:
+                break
+            linked |= grown
+        self._links = linked
 
     # -- processes ----------------------------------------------------------------------------
     def spawned_elsewhere(self, path: str, names: set[str]) -> set[str]:
