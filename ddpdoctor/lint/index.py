@@ -151,26 +151,32 @@ class ModuleIndex:
         stack: list[tuple[ast.AST, ast.AST]] = [(self.tree, self.tree)]
         calls, functions, bindings, scopes = self.calls, self.functions, self.bindings, self.scopes
         node_type, list_type = ast.AST, list
+        name_type, const_type, load_type = ast.Name, ast.Constant, ast.Load
+        name_loads, strings = self.name_loads, self.strings
         while stack:
             node, scope = stack.pop()
             t = type(node)
             inner = node if t in FUNC_TYPES else scope
             for field in _CHILD_FIELDS.get(t) or child_fields(t):
                 value = getattr(node, field, None)
-                if isinstance(value, list_type):
-                    for child in value:
-                        if isinstance(child, node_type):
-                            parents[id(child)] = node
-                            stack.append((child, inner))
-                elif isinstance(value, node_type):
-                    parents[id(value)] = node
-                    stack.append((value, inner))
+                for child in value if isinstance(value, list_type) else (value,):
+                    ct = type(child)
+                    # Names and constants, two nodes in five, are leaves: read them here
+                    # instead of a trip through the stack.
+                    if ct is name_type:
+                        parents[id(child)] = node
+                        if type(child.ctx) is load_type:
+                            name_loads.add(child.id)
+                    elif ct is const_type:
+                        parents[id(child)] = node
+                        if type(child.value) is str and len(child.value) < 64:
+                            strings.append(child.value)
+                    elif isinstance(child, node_type):
+                        parents[id(child)] = node
+                        stack.append((child, inner))
             if t is ast.Call:
                 calls.append(node)
                 scopes[id(node)] = scope
-            elif t is ast.Name:
-                if type(node.ctx) is ast.Load:
-                    self.name_loads.add(node.id)
             elif t is ast.Attribute:
                 self.attr_names.add(node.attr)
             elif t is ast.Assign:
@@ -210,9 +216,6 @@ class ModuleIndex:
                 for a in node.names:
                     self.aliases[a.asname or a.name] = f"{node.module or ''}.{a.name}"
                     self.from_imports[a.asname or a.name] = (node.module or "", node.level, a.name)
-            elif t is ast.Constant:
-                if type(node.value) is str and len(node.value) < 64:
-                    self.strings.append(node.value)
             elif t is ast.If:
                 test = node.test
                 if (
