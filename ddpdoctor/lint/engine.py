@@ -86,6 +86,8 @@ def lint_source(
     seen = project is not None and os.path.abspath(path) in project.parsed
     if tree is None and seen and not _needs_tree(source):
         return []
+    if tree is None and seen:
+        tree = project.take_tree(path)
     try:
         tree = tree or ast.parse(source, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:

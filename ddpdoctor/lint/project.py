@@ -30,6 +30,9 @@ DIRECT = {
 }
 PRINT_TARGETS = ("builtins.print", "__builtin__.print", "__builtins__.print", "sys.stdout")
 MAX_DEPTH = 6
+# A module read here that holds one of these is one the engine builds an index for: its tree
+# is kept for it (a few helper modules per project) instead of being parsed twice.
+TREE_WORDS = (b"init_process_group", b"DistributedDataParallel", b"DistributedSampler", b"DDP")
 # What a module that starts processes must say; a file without any is never parsed for it.
 SPAWN_WORDS = tuple(f"{w}(".encode() for w in SPAWN_CALLS)
 # Looking for who spawns a function stops after this many files: a monorepo is not a project.
@@ -202,6 +205,7 @@ class Project:
         self._judged: dict[bytes, bool] = {}
         self._spawned: dict[str, set[tuple[str, str]]] = {}
         self.parsed: set[str] = set()  # files parsed here without error: no need to again
+        self.trees: dict[str, ast.Module] = {}  # of those, the ones the checks will read
 
     # -- files --------------------------------------------------------------------------------
     def _inside(self, path: str) -> bool:
@@ -256,7 +260,13 @@ class Project:
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
             return None
         self.parsed.add(path)
+        if b"__name__" in data or any(w in data for w in TREE_WORDS):
+            self.trees[path] = tree  # the engine will want it: hand it over, parse once
         return facts_of(tree, path)
+
+    def take_tree(self, path: str) -> ast.Module | None:
+        """The tree of a module read here that the engine now lints (given once)."""
+        return self.trees.pop(os.path.abspath(path), None)
 
     def remember(self, tree: ast.Module, path: str, source: str) -> None:
         """Keep the facts of a file the engine parsed anyway, so an import of it costs nothing.
