@@ -13,7 +13,7 @@ from typing import Any
 from ddpdoctor import registry
 from ddpdoctor.report import problems
 from ddpdoctor.report.model import Judgement, World
-from ddpdoctor.report.ranks import ranks_txt
+from ddpdoctor.report.ranks import group_by_value, ranks_txt
 
 ID = "sampler"
 TITLE = "DistributedSampler shards"
@@ -99,6 +99,17 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
         return Judgement(summary="no shard reported")
     n = next(iter(per_rank.values()))["dataset_len"]
     findings = []
+    sizes = {d.get("num_replicas") for d in per_rank.values()}
+    if len(sizes) > 1:  # shards cut for different worlds cannot agree: that is DDP102's story
+        told = "; ".join(
+            f"{size} on {ranks_txt(rs)}"
+            for size, rs in group_by_value(
+                {r: d.get("num_replicas") for r, d in per_rank.items()}
+            ).items()
+        )
+        return Judgement(
+            summary=f"shards not judged: the ranks disagree on the world size ({told})"
+        )
     replicas = next(iter(per_rank.values())).get("num_replicas") or len(shards)
     padding = -n % replicas
 

@@ -34,7 +34,7 @@ LAUNCHER_LOG = "torchrun.log"
 ENTRY_OK, ENTRY_SKIP, ENTRY_ERROR, ENTRY_TIMEOUT = "ok", "skip", "error", "timeout"
 
 LOCK = ".ddpdoctor.lock"
-_OURS = re.compile(r"rank-\d+\.(?:json|beat|log)|(?:trace|spawner)-\d+\.json|stack-\d+\.txt")
+_OURS = re.compile(r"rank-\d+\.(?:json|beat|log|claim)|(?:trace|spawner)-\d+\.json|stack-\d+\.txt")
 
 T = TypeVar("T")
 
@@ -482,10 +482,72 @@ class RunFolder:
                     raise IsADirectoryError(21, "Is a directory", str(p))
                 p.unlink(missing_ok=True)
 
+    def claim_file(self, rank: int) -> Path:
+        """The pids that started as this rank on this node, one per line, the owner first."""
+        return self.path / f"rank-{rank}.claim"
+
+    def claim(self, rank: int) -> int | None:
+        """Take `rank` for this process, or return the pid of the live process that holds it.
+
+        Under a hand launch two processes can be given one RANK; both would write the same rank
+        files and each would wait for the rank nobody runs. The first one wins (O_EXCL); a later
+        one is added to the list, so that the owner's report can name the duplicate. A claim left
+        by a process that is gone is replaced."""
+        path = self.claim_file(rank)
+        me = f"{os.getpid()}\n".encode()
+        for _ in range(3):
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            except FileExistsError:
+                owner = self.claimants(rank)[:1]
+                if owner and owner[0] != os.getpid() and _alive_worker(owner[0]):
+                    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+                    with os.fdopen(fd, "wb") as fh:
+                        fh.write(me)
+                    return owner[0]
+                path.unlink(missing_ok=True)  # left by a process that is gone
+                continue
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(me)
+            return None
+        return None
+
+    def claimants(self, rank: int) -> list[int]:
+        try:
+            text = self.claim_file(rank).read_text()
+        except (OSError, UnicodeDecodeError):
+            return []
+        return [int(x) for x in text.split() if x.isdigit()]
+
+    def duplicates(self) -> dict[int, list[int]]:
+        """{rank: pids} for every rank this node saw claimed by more than one process."""
+        out: dict[int, list[int]] = {}
+        for p in self.path.glob("rank-*.claim"):
+            m = re.fullmatch(r"rank-(\d+)\.claim", p.name)
+            pids = self.claimants(int(m.group(1))) if m else []
+            if m and len(pids) > 1:
+                out[int(m.group(1))] = pids
+        return out
+
     def remove_rank_files(self, rank: int) -> None:
         """A folder reused by an earlier run of the same job id: drop this rank's old files."""
         for stale in (self.rank_file(rank), self.beat_file(rank)):
             stale.unlink(missing_ok=True)
+
+
+def _alive_worker(pid: int) -> bool:
+    """A live ddpdoctor process (a pid reused by another program is not a claimant)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return b"ddpdoctor" in fh.read()
+    except OSError:
+        return True  # no /proc: trust the pid
 
 
 class UnsafeRunDir(Exception):

@@ -236,6 +236,9 @@ def _assemble(
         options=spec.options,
     )
     root = rank_states.root_cause(states)
+    doubled = _duplicate_ranks(RunFolder(run_dir), world.hosts)
+    if doubled:  # the cause of the missing rank(s), not one more symptom
+        launch_problems, root = doubled + (launch_problems or []), None
     failed = {s.rank: s for s in states if s.state != OK}
     if outcome is not None and outcome.launcher_killed:
         root = None  # the ranks ended because their launcher did: the launch finding says so
@@ -289,6 +292,22 @@ def _assemble(
         launch=launch_json(run_dir, spec, outcome, node_view) | _exchange_bytes(docs),
         hosts=hosts_table(states, by_check),
     )
+
+
+def _duplicate_ranks(folder: RunFolder, hosts: dict[int, str]) -> list[Finding]:
+    """Processes started with a RANK another process on this node already ran (a hand launch
+    that exports one RANK for all): each stopped at once, so some other rank never arrived."""
+    return [
+        problems.RANK_DUPLICATE.finding(
+            f"RANK={rank} was given to {len(pids)} processes on {hosts.get(rank, 'this host')} "
+            f"(pids {', '.join(map(str, pids))}); only the first ran it, so another rank never "
+            "arrived",
+            [rank],
+            rank_value=rank,
+            pids=pids,
+        )
+        for rank, pids in sorted(folder.duplicates().items())
+    ]
 
 
 def _exchange_bytes(docs: dict[int, RankDoc]) -> dict[str, Any]:

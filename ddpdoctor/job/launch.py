@@ -163,10 +163,19 @@ def port_busy(port: int, host: str = "") -> bool:
 
 
 def torchrun_command(spec: LaunchSpec) -> list[str]:
+    """torchrun's argv. A single-node run goes through `loopback_store`, so that its store
+    listens on the master address only, not on every interface."""
+    addr = spec.master_addr or "127.0.0.1"
+    single = not spec.rdzv_endpoint and spec.nnodes == 1
+    entry = (
+        ["ddpdoctor.job.loopback_store", addr, str(spec.master_port), "--"]
+        if single
+        else ["torch.distributed.run"]
+    )
     cmd = [
         sys.executable,
         "-m",
-        "torch.distributed.run",
+        *entry,
         "--nproc-per-node",
         str(spec.nproc),
         "--max-restarts",
@@ -194,7 +203,7 @@ def torchrun_command(spec: LaunchSpec) -> list[str]:
             "--node-rank",
             str(spec.node_rank or 0),
             "--master-addr",
-            spec.master_addr or "127.0.0.1",
+            addr,
             "--master-port",
             str(spec.master_port),
         ]

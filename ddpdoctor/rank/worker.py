@@ -276,7 +276,17 @@ def main(argv: list[str] | None = None) -> int:
     folder.nonce = spec.nonce
     if spec.managed:
         _redirect_output(folder, ident.rank)
-    else:  # a folder reused from an earlier run of the same job id: drop its files
+    else:
+        owner = folder.claim(ident.rank)
+        if owner is not None:
+            print(
+                f"python -m ddpdoctor.worker: error: rank {ident.rank} is already run by pid "
+                f"{owner} on this host: RANK={ident.rank} was given to two processes; let the "
+                "launcher set RANK per process (torchrun does)",
+                file=sys.stderr,
+            )
+            return 2
+        # a folder reused from an earlier run of the same job id: drop its files
         folder.remove_rank_files(ident.rank)
         if ident.rank == 0:
             folder.gathered_file.unlink(missing_ok=True)

@@ -144,7 +144,10 @@ def _beat(tracer: Tracer) -> Recorder:
 
     def progress() -> tuple[str | None, str]:
         """Any step, event, collective or data pass moves the phase; before the script's first
-        event the rank is still starting (the launcher allows it the start-up time)."""
+        event the rank is still starting (the launcher allows it the start-up time). A process
+        that only spawned its workers (mp.spawn) moves with them."""
+        if r.role == "spawner":
+            return _spawned_progress(tracer.config.run_dir)
         if not (r.steps or r.events or r.collective_count or r.passes):
             return (None, "starting")
         if r.steps:
@@ -152,6 +155,16 @@ def _beat(tracer: Tracer) -> Recorder:
         return ("train", f"setup: {len(r.events)} events, {len(r.passes)} data passes")
 
     return Recorder(folder, r.rank, r.local_rank, nonce, progress=progress)
+
+
+def _spawned_progress(run_dir: Path) -> tuple[str | None, str]:
+    """The spawned workers' progress, from the records their tracers keep writing."""
+    workers = [x for x in rec.read_records(run_dir).values() if x.spawned]
+    steps = sum(x.steps for x in workers)
+    moves = steps + sum(len(x.events) + x.collective_count + len(x.passes) for x in workers)
+    if not moves:
+        return (None, "starting")
+    return ("train", f"{len(workers)} spawned workers: {steps} steps, {moves} events in all")
 
 
 def _redirect_output(folder: RunFolder, rank: int) -> None:

@@ -136,6 +136,15 @@ def test_sampler_overlap_incomplete_and_identical_shards() -> None:
     assert "identical shards" in j.findings[0].message
 
 
+def test_sampler_not_judged_when_ranks_disagree_on_the_world_size() -> None:
+    """A hand launch with WORLD_SIZE 2 on one rank and 3 on the other: each cut its shard for
+    its own world, so overlap and coverage would be false alarms; env's DDP102 names the cause."""
+    data = {0: shard(0, n=9, world_size=2), 1: shard(1, n=9, world_size=3)}
+    j = sampler.judge(data, world())
+    assert codes(j) == []
+    assert "disagree on the world size (2 on rank 0; 3 on rank 1)" in j.summary
+
+
 def test_sampler_permutation_and_set_epoch() -> None:
     data = {0: shard(0), 1: shard(1, perm_digest="other", reshuffled=False)}
     assert codes(sampler.judge(data, world())) == ["DDP504", "DDP503"]

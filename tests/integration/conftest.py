@@ -36,9 +36,10 @@ def secret_needles() -> list[str]:
 
 @pytest.fixture(scope="session")
 def healthy2(tmp_path_factory: pytest.TempPathFactory) -> Run:
-    """With every secret form of the corpus planted in its environment (they must not leak)."""
+    """With every secret form of the corpus planted in its environment (they must not leak), and
+    what torchrun's process listens on watched."""
     run_dir = tmp_path_factory.mktemp("h2") / "run"
-    return run_check(run_dir, "--nproc", "2", "-v", env=planted_secrets())
+    return run_check(run_dir, "--nproc", "2", "-v", env=planted_secrets(), watch_listeners=True)
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ class Run:
     run_dir: Path
     elapsed: float
     signalled_at: float | None = None
+    listeners: set[tuple[str, int]] | None = None  # what torchrun's own process listened on
 
     def check(self, cid: str) -> dict[str, Any]:
         assert self.report is not None
@@ -94,10 +96,37 @@ def start_check(
 
 
 def run_check(
-    run_dir: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 240
+    run_dir: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 240,
+    watch_listeners: bool = False,
 ) -> Run:
     proc, t0 = start_check(run_dir, *args, env=env)
-    return finish(proc, run_dir, t0, timeout=timeout)
+    seen: set[tuple[str, int]] = set()
+    watcher = None
+    if watch_listeners:
+        watcher = threading.Thread(target=_watch_listeners, args=(proc, seen), daemon=True)
+        watcher.start()
+    run = finish(proc, run_dir, t0, timeout=timeout)
+    if watcher is not None:
+        watcher.join(timeout=5)
+        run.listeners = seen
+    return run
+
+
+def _watch_listeners(proc: subprocess.Popen, seen: set[tuple[str, int]]) -> None:
+    """Every TCP address torchrun's own process (the one holding the rendezvous store) listens
+    on, polled while the run lasts."""
+    while proc.poll() is None:
+        try:
+            for child in psutil.Process(proc.pid).children():
+                for conn in child.net_connections(kind="tcp"):
+                    if conn.status == psutil.CONN_LISTEN:
+                        seen.add((conn.laddr.ip, conn.laddr.port))
+        except psutil.Error:
+            pass
+        time.sleep(0.05)
 
 
 def wait_for_check(

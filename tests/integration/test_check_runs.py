@@ -124,3 +124,10 @@ def test_no_secret_reaches_the_report_the_run_folder_or_the_terminal(healthy2: R
     assert "TORCH_DB_PASS" in env_vars  # the variable is reported, its value is not
     leaks = [(name, n) for n in secret_needles() for name, text in outputs.items() if n in text]
     assert leaks == []
+
+
+def test_the_single_node_store_listens_on_loopback_only(healthy2: Run) -> None:
+    """torch's TCPStore would listen on every interface; ddpdoctor's single-node run binds it to
+    the master address (127.0.0.1) before torchrun reuses it."""
+    assert healthy2.listeners, "torchrun's store was never seen listening"
+    assert {ip for ip, _ in healthy2.listeners} == {"127.0.0.1"}, healthy2.listeners

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jsonschema
@@ -92,3 +93,40 @@ def test_plain_python_without_launcher(tmp_path: Path) -> None:
         "MASTER_ADDR" in pg["findings"][0]["message"]
         or "environment variable" in pg["findings"][0]["message"]
     )
+
+
+def test_two_processes_given_rank_0_are_named_as_a_duplicate(tmp_path: Path) -> None:
+    """A hand launch that exports RANK=0 for both processes: the second one stops at once with
+    one line and exit 2; the first one's report names the duplicate as the root cause (before,
+    each wrote the other's rank files and the report said only "rank 1 missing")."""
+    from ddpdoctor.job.launch import free_port
+
+    out = tmp_path / "report.json"
+    env = _env() | {
+        "TMPDIR": str(tmp_path),
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(free_port()),
+        "RANK": "0",
+        "WORLD_SIZE": "2",
+    }
+    cmd = [sys.executable, "-m", "ddpdoctor.worker", "--timeout", "5"]
+    first = subprocess.Popen(
+        [*cmd, "--json", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    try:
+        claim = next(tmp_path.glob("ddpdoctor-*/rank-0.claim"), None)
+        for _ in range(200):
+            if claim is not None and claim.read_text().strip():
+                break
+            time.sleep(0.05)
+            claim = next(tmp_path.glob("ddpdoctor-*/rank-0.claim"), None)
+        second = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+        first.communicate(timeout=120)
+    finally:
+        first.kill()
+    assert second.returncode == 2
+    assert second.stderr.count("\n") == 1, second.stderr
+    assert f"rank 0 is already run by pid {first.pid}" in second.stderr
+    rep = json.loads(out.read_text())
+    assert rep["root_cause"]["code"] == "DDP103"
+    assert f"pids {first.pid}, " in rep["root_cause"]["message"]

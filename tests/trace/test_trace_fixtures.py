@@ -1,8 +1,9 @@
-"""Every fixture in tests/fixtures/run through the real tracer on 2 gloo ranks (the fork
-launcher of trace_forkrun.py: torch imported once, then real rank processes), asserting the exact
-(code, line) pairs of the `# expect:` comments; the clean ones report nothing at warn or above.
-Then `ddpdoctor lint` on the same files: where lint sees the mistake, it names the same code on
-the same line."""
+"""Every fixture in tests/fixtures/run through `ddpdoctor run --nproc 2` (the user's path: CLI,
+launcher, torchrun, the tracer on every rank, real gloo), asserting the exact (code, line) pairs
+of the `# expect:` comments; the clean ones report nothing at warn or above. Then `ddpdoctor
+lint` on the same files: where lint sees the mistake, it names the same code on the same line.
+The runs are shared with the end-to-end assertions of tests/integration/test_run_command.py's
+topics (output, rows, schema, crash and hang lines, no process left behind)."""
 
 from __future__ import annotations
 
@@ -11,77 +12,114 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
-from trace_forkrun import fork_run, warm_up
-from trace_harness import FIXTURES, ROOT, TracedRun, expected
+from cli_runs import CliRun, Job, cli_runs
+from trace_harness import FIXTURES, ROOT, expected
 
-from ddpdoctor.report.model import Level
+sys.path.insert(0, str(ROOT / "tests" / "integration"))
+from harness import leftovers  # noqa: E402  (processes whose command line names the run folder)
+
+from ddpdoctor.report import schema
 
 pytestmark = pytest.mark.slow
 
 ALL = sorted(p.name for p in FIXTURES.glob("*.py"))
 CLEAN = [n for n in ALL if n.startswith("clean_")]
 NEEDS_OUT_DIR = {"every_rank_save.py", "clean_trainer_class.py", "clean_launch_echo.py"}
-HANGS = {"uneven_batches.py": 8.0}  # deadline: then stacks are dumped and the ranks killed
+HANGS = {"uneven_batches.py": "6", "spin_rank.py": "6"}  # --timeout: then stacks, then the kill
 LAUNCHES_ITSELF = {"clean_spawn.py"}  # mp.spawn: one launcher process starts the 2 ranks
 LONG = {"clean_long_loop.py": ("--steps", "6")}
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, TracedRun]:
-    warm_up()
-    out: dict[str, TracedRun] = {}
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CliRun]:
+    jobs = {}
     for name in ALL:
-        run_dir = tmp_path_factory.mktemp(name.removesuffix(".py")) / "run"
-        out[name] = fork_run(
-            FIXTURES / name, run_dir,
+        folder = tmp_path_factory.mktemp(name.removesuffix(".py"))
+        options = LONG.get(name, ())
+        if name in HANGS:
+            options = ("--timeout", HANGS[name])
+        jobs[name] = Job(
+            FIXTURES / name, folder,
             nproc=1 if name in LAUNCHES_ITSELF else 2,
-            args=(str(run_dir.parent),) if name in NEEDS_OUT_DIR else (),
-            tracer_args=LONG.get(name, ()),
-            deadline=HANGS.get(name, 60.0),
+            options=options,
+            args=(str(folder),) if name in NEEDS_OUT_DIR else (),
         )  # fmt: skip
-    return out
+    return cli_runs(jobs, alone=set(HANGS))
 
 
 @pytest.mark.parametrize("name", ALL)
-def test_exact_codes_and_lines(runs: dict[str, TracedRun], name: str) -> None:
+def test_exact_codes_and_lines(runs: dict[str, CliRun], name: str) -> None:
     run = runs[name]
     assert run.codes_at(FIXTURES / name) == expected(FIXTURES / name), (
-        run.exit_codes,
+        run.returncode,
         run.output[-3000:],
     )
 
 
-@pytest.mark.parametrize("name", CLEAN)
-def test_clean_scripts_report_nothing_at_warn_or_above(
-    runs: dict[str, TracedRun], name: str
+def test_every_report_is_valid_json_of_the_run_mode_and_leaves_nothing_behind(
+    runs: dict[str, CliRun],
 ) -> None:
+    validator = schema.schema_for("report")
+    for name, run in runs.items():
+        jsonschema.validate(run.report, validator)
+        assert run.report["mode"] == "run", name
+        assert leftovers(run.run_dir) == [], name
+
+
+@pytest.mark.parametrize("name", CLEAN)
+def test_clean_scripts_report_nothing_at_warn_or_above(runs: dict[str, CliRun], name: str) -> None:
     run = runs[name]
-    loud = [f.to_json() for f in run.findings if f.level >= Level.WARN]
-    assert loud == []
+    assert run.loud() == []
+    assert run.returncode == 0, run.output[-3000:]
+    launched = 1 if name in LAUNCHES_ITSELF else 2  # torchrun's processes; spawned ones record
+    assert [r["state"] for r in run.report["ranks"]] == ["ok"] * launched
     assert len(run.records) == 2
     assert name == "clean_launch_echo.py" or all(r.steps > 0 for r in run.records.values())
     assert all(r.exit.kind in ("returned", "steps") for r in run.records.values())
 
 
-def test_spawned_workers_are_traced_as_the_ranks(runs: dict[str, TracedRun]) -> None:
+def test_the_seed_pitfall_is_named_at_the_users_line(runs: dict[str, CliRun]) -> None:
+    run = runs["no_sampler.py"]
+    assert run.returncode == 1, run.output
+    assert run.report["status"] == "fail"
+    (f,) = [f for f in run.findings if f["code"] == "DDL002"]
+    assert f["symbol"] == "sampler-missing" and f["ranks"] == [0, 1]
+    rows = [c["id"] for c in run.report["checks"]]
+    assert rows == [
+        "group", "devices", "data", "gradscaler", "replicas", "collectives", "writes", "timing",
+    ]  # fmt: skip
+    assert "ddpdoctor run no_sampler.py" in run.output and "DDL002" in run.output
+
+
+def test_rank_0s_output_is_shown_live(runs: dict[str, CliRun]) -> None:
+    run = runs["clean_launch_echo.py"]
+    logs = sorted(p.name for p in run.run_dir.glob("rank-*.log"))
+    assert logs == ["rank-0.log", "rank-1.log"]  # every rank's output is kept
+    first = (run.run_dir / "rank-0.log").read_text().splitlines()[0]
+    assert first and first in run.output
+
+
+def test_spawned_workers_are_traced_as_the_ranks(runs: dict[str, CliRun]) -> None:
     recs = runs["clean_spawn.py"].records
     assert sorted(recs) == [0, 1]
     assert all(r.spawned and r.backend == "gloo" and len(r.passes) == 2 for r in recs.values())
     assert len(list(runs["clean_spawn.py"].run_dir.glob("spawner-*.json"))) == 1
 
 
-def test_steps_limit_stops_every_rank_after_the_same_step(runs: dict[str, TracedRun]) -> None:
+def test_steps_limit_stops_every_rank_after_the_same_step(runs: dict[str, CliRun]) -> None:
     run = runs["clean_long_loop.py"]
-    assert run.returncode == 0 and not run.timed_out
+    assert run.returncode == 0 and run.report["launch"]["verdict"] == "finished"
     assert [(r.steps, r.exit.kind, r.exit.code) for r in run.records.values()] == [
         (6, "steps", 0)
     ] * 2
 
 
-def test_crash_names_exception_and_line(runs: dict[str, TracedRun]) -> None:
+def test_crash_names_exception_and_line(runs: dict[str, CliRun]) -> None:
     run = runs["ddp_before_init.py"]
     assert run.returncode == 1
+    assert run.report["root_cause"]["where"]["line"] == 8
     for rec in run.records.values():
         assert rec.exit.exception == "ValueError"
         assert "Default process group has not been initialized" in rec.exit.message
@@ -89,11 +127,21 @@ def test_crash_names_exception_and_line(runs: dict[str, TracedRun]) -> None:
     assert "Traceback" in run.output  # the user still sees their traceback
 
 
-def test_hang_is_named_with_each_ranks_line(runs: dict[str, TracedRun]) -> None:
+def test_hang_is_named_with_each_ranks_line(runs: dict[str, CliRun]) -> None:
     run = runs["uneven_batches.py"]
-    assert run.timed_out and sorted(run.stacks) == [0, 1]
-    [uneven] = [f for f in run.findings if f.code == "DDR301"]
-    assert uneven.data["batches"] == {"0": 5, "1": 4}
+    assert run.returncode == 1
+    assert "hung" in {r["state"] for r in run.report["ranks"]}
+    assert all(r["stack"] for r in run.report["ranks"])  # taken before the kill
+    [uneven] = [f for f in run.findings if f["code"] == "DDR301"]
+    assert uneven["data"]["batches"] == {"0": 5, "1": 4}
+
+
+def test_a_rank_spinning_in_python_is_named_at_its_line(runs: dict[str, CliRun]) -> None:
+    run = runs["spin_rank.py"]
+    assert run.returncode == 1, run.output
+    r1 = run.rank(1)
+    assert r1["state"] == "hung" and "busy on the CPU" in r1["detail"]
+    assert any("spin_rank.py:15" in frame for frame in r1["stack"])
 
 
 def test_lint_agrees_where_the_mistake_is_visible_statically() -> None:
@@ -122,8 +170,7 @@ def test_lint_agrees_where_the_mistake_is_visible_statically() -> None:
     assert not {x for x in lint if x[0] in CLEAN}  # lint and run agree the clean ones are clean
 
 
-def test_every_record_matches_the_trace_schema(runs: dict[str, TracedRun]) -> None:
-    jsonschema = pytest.importorskip("jsonschema")
+def test_every_record_matches_the_trace_schema(runs: dict[str, CliRun]) -> None:
     from ddpdoctor.trace import record as R
 
     schema = json.loads((Path(R.__file__).parent / "trace-1.schema.json").read_text())
