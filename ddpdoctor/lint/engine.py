@@ -137,7 +137,7 @@ def lint_source(
 def _needs_tree(source: str) -> bool:
     """Whether the checks may have something to say about this file (else a parse that
     succeeded elsewhere is all the engine needs)."""
-    return "__name__" in source or any(m in source for m in MARKERS)
+    return "__main__" in source or any(m in source for m in MARKERS)
 
 
 def _main_guard(tree: ast.Module) -> bool:

@@ -201,7 +201,8 @@ class Project:
         self._effects: dict[tuple[str, str], frozenset[str]] = {}
         self._spawners: list[tuple[str, bytes]] | None = None
         self._links: set[bytes] | None = None  # names of modules with effect words
-        self._stems: dict[bytes, list[str]] = {}  # name -> the other modules of that name
+        # name -> the words on the import lines of each other module of that name
+        self._stems: dict[bytes, list[set[bytes]]] = {}
         self._judged: dict[bytes, bool] = {}
         self._spawned: dict[str, set[tuple[str, str]]] = {}
         self.parsed: set[str] = set()  # files parsed here without error: no need to again
@@ -260,7 +261,7 @@ class Project:
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
             return None
         self.parsed.add(path)
-        if b"__name__" in data or any(w in data for w in TREE_WORDS):
+        if b"__main__" in data or any(w in data for w in TREE_WORDS):
             self.trees[path] = tree  # the engine will want it: hand it over, parse once
         return facts_of(tree, path)
 
@@ -302,17 +303,13 @@ class Project:
         )
 
     def _stem_links(self, stem: bytes, depth: int) -> bool:
-        """Whether a module of this name (any of the project's) is a link of such a chain; its
-        import lines are read only when asked, and each name is judged once."""
+        """Whether a module of this name (any of the project's) is a link of such a chain, from
+        the import lines the scan kept; each name is judged once."""
         if stem in self._judged:
             return self._judged[stem]
         self._judged[stem] = False  # cycle guard
         if depth <= MAX_DEPTH:
-            for path in self._stems.get(stem, ()):
-                try:
-                    words = _imported_words(read_bytes(path))
-                except OSError:
-                    continue
+            for words in self._stems.get(stem, ()):
                 if words & (self._links or set()) or any(
                     self._stem_links(w, depth + 1) for w in words & self._stems.keys()
                 ):
@@ -323,7 +320,7 @@ class Project:
     def _scan(self) -> None:
         """One walk over the project's files, on demand: which may start processes (kept with
         their bytes: few and small), the names of the modules with effect words (a package's
-        `__init__.py` by its folder's name), and where the other modules of each name are."""
+        `__init__.py` by its folder's name), and what the other modules of each name import."""
         self._spawners, self._links = [], set()
         seen = 0
         for folder, dirs, names in os.walk(self.root):
@@ -345,7 +342,7 @@ class Project:
                 if _has_effect_words(data):
                     self._links.add(stem)
                 else:
-                    self._stems.setdefault(stem, []).append(file)
+                    self._stems.setdefault(stem, []).append(_imported_words(data))
 
     # -- processes ----------------------------------------------------------------------------
     def spawned_elsewhere(self, path: str, names: set[str]) -> set[str]:
