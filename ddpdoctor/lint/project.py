@@ -319,8 +319,9 @@ class Project:
 
     def _scan(self) -> None:
         """One walk over the project's files, on demand: which may start processes (kept with
-        their bytes: few and small), the names of the modules with effect words (a package's
-        `__init__.py` by its folder's name), and what the other modules of each name import."""
+        their bytes: few and small), the names of the modules that set a group up or tear it
+        down (a package's `__init__.py` by its folder's name), and what the modules without
+        effect words import."""
         self._spawners, self._links = [], set()
         seen = 0
         for folder, dirs, names in os.walk(self.root):
@@ -339,9 +340,9 @@ class Project:
                 if any(w in data for w in SPAWN_WORDS):
                     self._spawners.append((file, data))
                 stem = (os.path.basename(folder) if name == "__init__.py" else name[:-3]).encode()
-                if _has_effect_words(data):
-                    self._links.add(stem)
-                else:
+                if b"init_process_group" in data or b"destroy_process_group" in data:
+                    self._links.add(stem)  # what chains lead to (set_device alone: too common)
+                elif not _has_effect_words(data):
                     self._stems.setdefault(stem, []).append(_imported_words(data))
 
     # -- processes ----------------------------------------------------------------------------
