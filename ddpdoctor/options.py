@@ -68,3 +68,33 @@ RunDirOpt = Annotated[
     str | None,
     typer.Option("--run-dir", help="Keep rank files and logs here (default: a temporary folder)."),
 ]
+HostsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--hosts",
+        metavar="LIST",
+        help="The job's nodes in node-rank order, a Slurm host list (default: the srun step's).",
+    ),
+]
+RdzvTimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        "--rdzv-timeout",
+        help="Seconds every node may take to join (multi-node); then the absent ones are named.",
+    ),
+]
+ExcludeFileOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--exclude-file",
+        metavar="PATH",
+        help="Write the nodes to leave out as a host list for srun --exclude (empty if none).",
+    ),
+]
+LocalizeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--localize",
+        help="After a multi-node run, probe every pair of nodes and name the bad node or link.",
+    ),
+]

@@ -29,6 +29,9 @@ Tick = Callable[[dict[int, Heartbeat], float], None]
 
 POLL_S = 0.1
 FINISHED_GRACE_S = 0.5  # after every rank reported finished, how long torchrun may take to exit
+# torchrun's own rendezvous timeout, beyond ours: its store must outlive our verdict, when it is
+# read to name the nodes that never joined (a loaded node takes long to get there)
+RDZV_MARGIN_S = 120
 
 
 @dataclass
@@ -207,6 +210,9 @@ def torchrun_command(spec: LaunchSpec) -> list[str]:
             "--master-port",
             str(spec.master_port),
         ]
+    if spec.nnodes > 1:  # torchrun waits longer than we do, so its store can still be read
+        key = "join_timeout" if spec.rdzv_endpoint and spec.rdzv_backend != "static" else "timeout"
+        cmd += ["--rdzv-conf", f"{key}={int(spec.startup_s + RDZV_MARGIN_S)}"]
     argv = [str(spec.run_dir)] if spec.worker_argv is None else spec.worker_argv
     return [*cmd, "-m", spec.module, *argv]
 
@@ -380,6 +386,8 @@ def run(
                 def allowed(r: int, beats: dict[int, Heartbeat] = beats) -> float:
                     """A rank still starting (no beat, or not at work yet) has the start-up time."""
                     step = spec.timeout + spec.grace_s
+                    if r not in beats and spec.nnodes > 1:
+                        return spec.startup_s  # not even started: the rendezvous deadline
                     working = r in beats and beats[r].phase != "starting"
                     return step if working else max(spec.startup_s, step)
 

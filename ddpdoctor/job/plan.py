@@ -14,6 +14,7 @@ from typing import Any
 
 from ddpdoctor import runfiles
 from ddpdoctor.errors import CannotRun, UsageError, printable
+from ddpdoctor.job.bringup import Bringup, resolve
 from ddpdoctor.job.launch import LaunchSpec, free_port, port_busy, torchrun_command
 from ddpdoctor.node import gpus
 from ddpdoctor.report import problems, schema
@@ -43,6 +44,10 @@ class LaunchArgs:
     rdzv_id: str | None = None
     rdzv_backend: str | None = None
     run_dir: str | None = None
+    hosts: str | None = None  # the job's nodes in node-rank order (default: the Slurm step's)
+    rdzv_timeout: float = 60.0  # how long every node may take to join; then the absent are named
+    exclude_file: str | None = None
+    localize: bool = False
 
 
 @dataclass
@@ -53,6 +58,7 @@ class Plan:
     job: JobSpec  # written to spec.json for the workers
     keep_run_dir: bool
     lock: Any = None  # held for the whole run: a second run in the same --run-dir is refused
+    bringup: Bringup | None = None  # multi-node: the hosts, the rendezvous deadline, --localize
 
 
 def claim_run_dir(run_dir: Path) -> Any:
@@ -99,6 +105,11 @@ def plan(
     if args.rdzv_backend not in (None, "c10d", "static", "etcd", "etcd-v2"):
         raise UsageError(f"--rdzv-backend must be c10d or static, not {args.rdzv_backend!r}")
     schema.check_writable(args.json_path)
+    schema.check_writable(args.exclude_file)
+    rdzv_port = args.master_port
+    if args.rdzv_endpoint and args.rdzv_endpoint.rpartition(":")[2].isdigit():
+        rdzv_port = int(args.rdzv_endpoint.rpartition(":")[2])
+    bringup = resolve(args, rdzv_port)
 
     count, source = gpus.visible_gpus()
     backend, reason = gpus.resolve_backend(args.backend, count, source)
@@ -137,6 +148,7 @@ def plan(
         rdzv_id=args.rdzv_id,
         rdzv_backend=args.rdzv_backend,
         nonce=nonce,
+        startup_s=bringup.rdzv_timeout,
     )
     job = JobSpec(
         checks=list(checks),
@@ -153,7 +165,14 @@ def plan(
         options=options or {},
     )
     job.command = torchrun_command(spec)
-    return Plan(spec=spec, job=job, keep_run_dir=bool(args.run_dir), lock=lock)
+    multi = args.nnodes > 1 or bool(args.exclude_file)
+    return Plan(
+        spec=spec,
+        job=job,
+        keep_run_dir=bool(args.run_dir),
+        lock=lock,
+        bringup=bringup if multi else None,
+    )
 
 
 CPU_RANK_BYTES = 350 << 20  # what one CPU rank of torch + gloo + the probes takes here

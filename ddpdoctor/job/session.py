@@ -8,13 +8,14 @@ import re
 import shutil
 import signal
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
 from ddpdoctor.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
-from ddpdoctor.job import collect, known_errors, stacks
+from ddpdoctor.job import bringup, collect, known_errors, localize, reach, stacks
 from ddpdoctor.job.launch import LaunchOutcome, Tick
 from ddpdoctor.job.plan import Plan, preflight
 from ddpdoctor.report import problems
@@ -79,18 +80,67 @@ def execute(
     folder = RunFolder(p.spec.run_dir, p.job.nonce)
     dumps: dict[int, str] = {}
 
+    arrivals: list[Finding] | None = None
+
+    def read_arrivals() -> None:
+        """Multi-node, no rank of this node started: ask torchrun's store who joined (on the
+        node that hosts it, before the kill ends the store)."""
+        nonlocal arrivals
+        if arrivals is None and p.bringup and p.spec.nnodes > 1 and not folder.read_beats():
+            verdict_s = round(time.monotonic() - launched_at, 1)
+            arrivals = bringup.arrival_findings(p.spec, p.bringup)
+            for f in arrivals:
+                f.data["after_s"] = verdict_s  # what --rdzv-timeout bounds: launch to verdict
+
     def before_kill(alive: dict[int, Any]) -> None:
+        read_arrivals()
+        if arrivals and p.bringup and bringup.hosts_store(p.spec, p.bringup.me):
+            time.sleep(bringup.STORE_GRACE_S)  # the nodes that joined read the store too
         stacks.take(folder, alive, dumps)
 
     folder.write_spec(p.job)
+    if p.bringup and p.spec.nnodes > 1:
+        bringup.preload_store_client()
     found = preflight(p)
     outcome: LaunchOutcome | None = None
+    launched_at = time.monotonic()
     if not found:
         outcome = launch.run(p.spec, on_tick=on_tick, before_kill=before_kill)
-        found = launcher_problems(outcome, bool(folder.read_beats()))
+        if outcome.verdict != "interrupted":
+            read_arrivals()  # torchrun may have given up by itself (a store it cannot reach)
+        # the nodes named as never joined say more than "torchrun started no worker"
+        found = arrivals or launcher_problems(outcome, bool(folder.read_beats()))
     if judge is None:
-        return collect.assemble(p.spec.run_dir, p.job, outcome, found, dumps)
-    return judge(p.spec.run_dir, p.job, outcome, found, dumps)
+        report = collect.assemble(p.spec.run_dir, p.job, outcome, found, dumps)
+    else:
+        report = judge(p.spec.run_dir, p.job, outcome, found, dumps)
+    if p.bringup is not None:
+        _bring_up(p, report, arrivals or [], interrupted=bool(outcome and outcome.signal))
+    return report
+
+
+def _bring_up(p: Plan, report: Report, arrivals: list[Finding], interrupted: bool) -> None:
+    """After a multi-node run: --localize's pair probe as one more row, and the nodes to exclude
+    (never joined, unreachable, one end of a dead link) in the report and the file."""
+    from ddpdoctor.node.cluster import write_exclude
+    from ddpdoctor.report.model import overall_status
+
+    b = p.bringup
+    assert b is not None
+    exclude = bringup.excluded(arrivals)
+    # every node probes, whatever its own run said, so that the nodes meet (a passing probe
+    # ends as soon as every peer has answered)
+    if b.localize and not interrupted and b.probe_port:
+        probed = reach.probe(b.me, b.hosts, b.probe_port, p.job.nonce, p.spec.timeout)
+        row, bad = localize.judge(probed)
+        report.checks.append(row)
+        report.duration_s = round(report.duration_s + probed.duration_s, 3)
+        report.status = overall_status([c.status for c in report.checks])
+        exclude += [h for h in bad if h not in exclude]
+    b.exclude = [h for h in b.hosts if h in exclude] + [h for h in exclude if h not in b.hosts]
+    report.launch["exclude"] = b.exclude
+    if b.exclude_file:
+        write_exclude(b.exclude_file, b.exclude)
 
 
 def output_failed(message: str) -> int:
@@ -130,6 +180,11 @@ def launched(
         with nullcontext(on_tick) if on_tick is not None else display as tick:
             report = execute(p, on_tick=tick, judge=judge)
         yield report
+        b = p.bringup
+        if b is not None and not b.quiet and (b.exclude or b.exclude_file or b.localize):
+            from ddpdoctor.node.render import exclude_after_run
+
+            exclude_after_run(b.exclude, b.exclude_file, ascii_only)
     finally:
         if not p.keep_run_dir and report is not None and report.status == "pass":
             shutil.rmtree(p.spec.run_dir, ignore_errors=True)

@@ -349,5 +349,33 @@ NEVER_JOINED = Problem(
     "The rendezvous waits for every node; one that never arrives blocks all the others.",
     "Run `ddpdoctor node` on that node; exclude it (srun --exclude) to start without it.",
 )
+NODE_UNREACHABLE = Problem(
+    "DDN193",
+    "node-unreachable",
+    _F,
+    "A node cannot be reached from the nodes that reach each other",
+    "Every rank talks to every other: a node that no healthy node can connect to keeps the job "
+    "from forming (or hangs it) for everyone.",
+    "Check that node's network (ip link, cabling, switch port, firewall) or exclude it (srun --exclude).",
+)
+LINK_DOWN = Problem(
+    "DDN194",
+    "link-down",
+    _F,
+    "Two nodes that reach the others cannot reach each other",
+    "A collective needs every pair of nodes: one broken path hangs the job although both nodes "
+    "look healthy on their own.",
+    "Look at the route and the firewall between the two (ip route get, iptables -L, the switch); "
+    "exclude one end to run without it.",
+)
+STORE_UNREACHABLE = Problem(
+    "DDN195",
+    "store-unreachable",
+    _F,
+    "This node cannot reach the rendezvous store",
+    "torchrun's nodes meet in a store on one node; a node that cannot connect to it never joins.",
+    "Check that the store's host name resolves here and its port is open (nc -vz HOST PORT); "
+    "run with --localize to tell this node's link from the store host's.",
+)
 
 ALL: tuple[Problem, ...] = tuple(v for v in globals().values() if isinstance(v, Problem))

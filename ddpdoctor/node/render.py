@@ -44,8 +44,29 @@ def cluster(
     shared.rows(rows, out)
     out()
     shared.count_line(rows, status, None, out)
+    exclude_line(
+        out, exclude, exclude_file, "every node reported, agrees with its peers and passed"
+    )
+
+
+def exclude_line(out: Out, exclude: str, exclude_file: str | None, none_why: str) -> None:
+    """The nodes to leave out, as `srun --exclude` takes them (and where they were written)."""
     if exclude:
         where = f" (written to {escape(exclude_file)})" if exclude_file else ""
         out(f"Exclude: [bold]{escape(exclude)}[/]{where} — srun --exclude={escape(exclude)} ...")
     else:
-        out("Exclude: none: every node reported, agrees with its peers and passed.")
+        where = f" ({escape(exclude_file)} written empty)" if exclude_file else ""
+        out(f"Exclude: none{where}: {none_why}.")
+
+
+def exclude_after_run(exclude: list[str], exclude_file: str | None, ascii_only: bool) -> None:
+    """The line `check` and `bench-allreduce` print under a multi-node report."""
+    from ddpdoctor.node.hostlist import compress_hostlist
+
+    out = Out(make_console(ascii_only), ascii_only)
+    exclude_line(
+        out,
+        compress_hostlist(exclude),
+        exclude_file,
+        "no node was found keeping the job from forming",
+    )

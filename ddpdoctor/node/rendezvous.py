@@ -15,8 +15,11 @@ the rendezvous; only `read_store` touches the network (and imports torch).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
-from collections.abc import Iterable
+import sys
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +28,23 @@ from ddpdoctor.node.hostlist import compress_hostlist
 from ddpdoctor.report.model import Finding
 
 STORE_KEY = "torch.rendezvous.{run_id}"
+
+
+@contextlib.contextmanager
+def quiet_stderr() -> Iterator[None]:
+    """torch's C++ store client logs a failed connect with a page of C++ frames straight to
+    file descriptor 2; while we only ask whether the store answers, that goes to /dev/null."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 _LINE = re.compile(
     r"The node '(?P<node>[^']+)' (?:(?P<attempt>attempts to join the next round)|has joined round \d+)"
     r" of the rendezvous '(?P<run>[^']*)'"
@@ -78,16 +98,45 @@ def read_store(endpoint: str, run_id: str, timeout_s: float = 5.0) -> Arrivals |
 
     host, _, port = endpoint.rpartition(":")
     try:
-        store = TCPStore(
-            host or endpoint,
-            int(port),
-            is_master=False,
-            timeout=timedelta(seconds=timeout_s),
-            wait_for_workers=False,
-        )
-        raw = store.get(STORE_KEY.format(run_id=run_id))
+        with quiet_stderr():
+            store = TCPStore(
+                host or endpoint,
+                int(port),
+                is_master=False,
+                timeout=timedelta(seconds=timeout_s),
+                wait_for_workers=False,
+            )
+            raw = store.get(STORE_KEY.format(run_id=run_id))
         return from_state(pickle.loads(b64decode(raw)))  # noqa: S301 - our own job's store
     except Exception:  # noqa: BLE001 - no store, no key, a foreign format: unknown
+        return None
+
+
+ROLE_INFO_KEY = "{run_id}/torchelastic/role_info/{node_rank}"
+
+
+def read_static_store(
+    host: str, port: int, run_id: str, nnodes: int, timeout_s: float = 5.0
+) -> set[int] | None:
+    """The node ranks that reached a static rendezvous: torchrun's store on node 0 holds a
+    `role_info` key per node that connected (node 0 itself waits in the store for the others,
+    so it is there whenever the store answers). None when the store does not answer."""
+    from datetime import timedelta
+
+    from torch.distributed import TCPStore
+
+    try:
+        with quiet_stderr():
+            store = TCPStore(
+                host,
+                port,
+                is_master=False,
+                timeout=timedelta(seconds=timeout_s),
+                wait_for_workers=False,
+            )
+            keys = {k: ROLE_INFO_KEY.format(run_id=run_id, node_rank=k) for k in range(1, nnodes)}
+            return {0} | {k for k, key in keys.items() if store.check([key])}
+    except Exception:  # noqa: BLE001 - no store, a refused or cut connection: unknown
         return None
 
 

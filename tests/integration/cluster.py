@@ -190,6 +190,11 @@ class Cluster:
             if r.returncode != 0:
                 pytest.skip(f"tc tbf not available: {r.stderr.strip()}")
 
+    def block(self, i: int, j: int) -> None:
+        """Cut only the path between nodes i and j: node i's replies to j are refused by a route
+        (`unreachable`), so a connection fails both ways while both still reach everyone else."""
+        self._ip("route", "add", "unreachable", f"{self.nodes[j].ip}/32", ns=self.nodes[i].netns)
+
     def cut(self, i: int) -> None:
         self._ip("link", "set", self.hub_if(i), "down", ns=self.hub)
 
