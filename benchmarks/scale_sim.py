@@ -1,6 +1,10 @@
 """How the report side scales: synthesize typed run folders of 1,024 to 16,384 ranks (8 per node,
 as rank 0's node sees them: its own 8 rank files and rank 0's gathered.json), then time assemble,
-render and JSON, with peak memory (tracemalloc) and the report's line count.
+render and JSON (the text `--json` writes), with peak memory (tracemalloc) and the report's line
+count. Beside them, a plain baseline on the same machine at the same moment: `json.load` of the
+same gathered.json bytes (the least any reader of that file does). `x base` is the CPU time of
+assemble + render + JSON over the baseline's: on this shared 2-core machine the seconds move
+with the other jobs' load, the ratio much less.
 
 Five cases: healthy; one node with another NCCL version; two ranks on one GPU; one rank hung on a
 remote node (its pulse stopped); every rank started with RANK=0. The per-rank data has the shape
@@ -246,13 +250,29 @@ def _console(buf: io.StringIO) -> Any:
     return Console(file=buf, width=120, no_color=True, highlight=False, emoji=False, safe_box=True)
 
 
+def baseline_s(path: Path, repeat: int = 3) -> float:
+    """CPU seconds of a plain json.load of the file (collector paused, as the reader does it)."""
+    from ddpdoctor.runfiles import paused_gc
+
+    best = float("inf")
+    for _ in range(repeat):
+        with paused_gc():
+            c0 = time.process_time()
+            with open(path, encoding="utf-8") as fh:
+                json.load(fh)
+            best = min(best, time.process_time() - c0)
+    return best
+
+
 def measure(world: int, case: str) -> dict[str, Any]:
     from ddpdoctor.job import collect
-    from ddpdoctor.report import render
+    from ddpdoctor.report import render, schema
 
     with tempfile.TemporaryDirectory(prefix=f"ddpdoctor-sim-{world}-") as tmp:
         folder = Path(tmp)
         spec = synthesize(folder, world, case)
+        gathered_bytes = (folder / "gathered.json").stat().st_size
+        base = baseline_s(folder / "gathered.json")
         c0 = time.process_time()
         t0 = time.perf_counter()
         report = collect.assemble(folder, spec)
@@ -260,7 +280,7 @@ def measure(world: int, case: str) -> dict[str, Any]:
         buf = io.StringIO()
         render.report(report, ascii_only=True, console=_console(buf))
         t2 = time.perf_counter()
-        doc = json.dumps(collect.to_json(report))
+        doc = schema.dumps(collect.to_json(report))
         t3 = time.perf_counter()
         cpu = time.process_time() - c0
         del report
@@ -268,7 +288,7 @@ def measure(world: int, case: str) -> dict[str, Any]:
         tracemalloc.start()
         again = collect.assemble(folder, spec)
         render.report(again, ascii_only=True, console=_console(io.StringIO()))
-        json.dumps(collect.to_json(again))
+        schema.dumps(collect.to_json(again))
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         report = again
@@ -283,6 +303,9 @@ def measure(world: int, case: str) -> dict[str, Any]:
         "cpu_s": round(
             cpu, 3
         ),  # the three together in CPU time: what a loaded machine does not inflate
+        "base_s": round(base, 3),
+        "x_base": round(cpu / base, 1) if base else None,
+        "gathered_mb": round(gathered_bytes / 2**20, 2),
         "peak_mb": round(peak / 2**20, 1),
         "lines": text.count("\n"),
         "json_mb": round(len(doc) / 2**20, 2),
@@ -313,8 +336,15 @@ def main(argv: list[str] | None = None) -> int:
             spec = synthesize(Path(tmp), sizes[0], args.show)
             render.report(collect.assemble(Path(tmp), spec), ascii_only=True)
         return 0
+    # imports (the check modules, rich's tables) happen once per process whatever N is: paid
+    # here on a 16-rank folder, and printed, so that the first case's figures are about scale
+    warm = measure(2 * PER_NODE, "healthy")
+    print(f"warm-up at {2 * PER_NODE} ranks (imports, once per process): {warm['cpu_s']:.2f} s CPU")
     rows = []
-    head = f"{'ranks':>6} {'case':<11} {'assemble':>8} {'render':>7} {'json':>6} {'total':>6} {'cpu':>6} {'peak MB':>8} {'lines':>5}  codes"
+    head = (
+        f"{'ranks':>6} {'case':<11} {'assemble':>8} {'render':>7} {'json':>6} {'total':>6}"
+        f" {'cpu':>6} {'base':>6} {'x base':>6} {'peak MB':>8} {'lines':>5}  codes"
+    )
     print(head)
     for n in sizes:
         for case in cases:
@@ -324,7 +354,8 @@ def main(argv: list[str] | None = None) -> int:
             mark = "" if r["named"] else "  <- expected " + str(r["expected"] or "no finding")
             print(
                 f"{n:>6} {case:<11} {r['assemble_s']:>8.3f} {r['render_s']:>7.3f} {r['json_s']:>6.3f}"
-                f" {total:>6.2f} {r['cpu_s']:>6.2f} {r['peak_mb']:>8.1f} {r['lines']:>5}  {','.join(r['codes'])}{mark}",
+                f" {total:>6.2f} {r['cpu_s']:>6.2f} {r['base_s']:>6.3f} {r['x_base']:>6.1f}"
+                f" {r['peak_mb']:>8.1f} {r['lines']:>5}  {','.join(r['codes'])}{mark}",
                 flush=True,
             )
     if args.json_path:

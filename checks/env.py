@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import platform
 import socket
+from collections.abc import Iterable
 from typing import Any
 
 from ddpdoctor import __version__, registry
@@ -135,7 +136,18 @@ def _traffic_interface(snap: dict[str, Any], backend: str) -> dict[str, Any]:
     return {"interface": name, "mtu": mtus.get(name), "backend": backend}
 
 
+def _one_value(values: Iterable[Any]) -> bool:
+    """All the same (a set of the raw values): at 16,384 ranks that agree, this one pass is the
+    whole cost; only when it says no are the values grouped by rank (by text, group_by_value)."""
+    try:
+        return len(set(values)) < 2
+    except TypeError:  # unhashable values: let the grouping decide
+        return False
+
+
 def _compare(per_rank: dict[int, dict[str, Any]], hosts: dict[int, str], key: str) -> str | None:
+    if _one_value([d["vars"].get(key, "<unset>") for d in per_rank.values()]):
+        return None
     values = {r: d["vars"].get(key, "<unset>") for r, d in per_rank.items()}
     return spread(values, hosts) if len(group_by_value(values)) > 1 else None
 
@@ -186,9 +198,15 @@ def _values_by_host(values: dict[int, Any], hosts: dict[int, str]) -> str:
 def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     findings: list[Finding] = []
     hosts = {r: d.get("host", "?") for r, d in per_rank.items()}
+    # every variable any rank has: a per-rank pass runs only for the variables someone set
+    every_key = set().union(*(d["vars"] for d in per_rank.values()))
 
-    missing = {r: [v for v in REQUIRED if v not in d["vars"]] for r, d in per_rank.items()}
-    missing = {r: m for r, m in missing.items() if m}
+    required = set(REQUIRED)
+    missing = {
+        r: [v for v in REQUIRED if v not in d["vars"]]
+        for r, d in per_rank.items()
+        if not required <= d["vars"].keys()
+    }
     if missing:
         names = sorted({v for m in missing.values() for v in m})
         findings.append(
@@ -206,7 +224,10 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
         )
 
     declared = {r: d["vars"].get("RANK") for r, d in per_rank.items() if "RANK" in d["vars"]}
-    by_value = group_by_value(declared)
+    # all distinct, the healthy case: 16,384 groups of one are not worth building
+    by_value = (
+        {} if len(set(map(str, declared.values()))) == len(declared) else group_by_value(declared)
+    )
     dups = {v: rs for v, rs in by_value.items() if len(rs) > 1}
     for value, ranks in dups.items():
         findings.append(
@@ -216,7 +237,9 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
         )
     try:
         sizes = {
-            int(d["vars"]["WORLD_SIZE"]) for d in per_rank.values() if "WORLD_SIZE" in d["vars"]
+            int(v)
+            for v in {d["vars"].get("WORLD_SIZE") for d in per_rank.values()}
+            if v is not None
         }
         numeric = {int(v) for v in declared.values()}
     except ValueError:
@@ -237,9 +260,16 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
             )
 
     bad_if: dict[tuple[str, str, str, str], list[int]] = {}
+    ifname_vars = [v for v in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME") if v in every_key]
+    seen: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}  # 16k ranks, a few answers
     for r, d in sorted(per_rank.items()):
-        for var in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
-            bad_names = ifname_problems(var, d["vars"].get(var, ""), d.get("interfaces", []))
+        for var in ifname_vars:
+            asked = (var, d["vars"].get(var, ""), tuple(d.get("interfaces", [])))
+            if not asked[1]:
+                continue
+            bad_names = seen.get(asked)
+            if bad_names is None:
+                bad_names = seen[asked] = ifname_problems(*asked[:2], list(asked[2]))
             if bad_names:
                 key = (str(d.get("host")), var, d["vars"][var], ", ".join(bad_names))
                 bad_if.setdefault(key, []).append(r)
@@ -255,8 +285,10 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
         )
 
     risky: dict[tuple[str, str], list[int]] = {}
-    for r, d in per_rank.items():
-        for var, (bad_value, why) in RISKY.items():
+    for var, (bad_value, why) in RISKY.items():
+        if var not in every_key:
+            continue
+        for r, d in per_rank.items():
             if d["vars"].get(var, "").upper() == bad_value:
                 risky.setdefault((var, why), []).append(r)
     for (var, why), ranks in sorted(risky.items()):
@@ -269,7 +301,8 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
     detail = [
         r
         for r, d in per_rank.items()
-        if d["vars"].get("TORCH_DISTRIBUTED_DEBUG", "").upper() == "DETAIL"
+        if "TORCH_DISTRIBUTED_DEBUG" in every_key
+        and d["vars"].get("TORCH_DISTRIBUTED_DEBUG", "").upper() == "DETAIL"
     ]
     if detail:
         findings.append(
@@ -287,19 +320,24 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
             )
         )
 
+    # ranks that agree share one `versions` object (runfiles reads them so): look at each once
+    distinct_versions = list({id(d["versions"]): d["versions"] for d in per_rank.values()}.values())
     for key in VERSION_KEYS:
+        if _one_value([v.get(key) for v in distinct_versions]):
+            continue
         values = {r: d["versions"].get(key) for r, d in per_rank.items()}
-        if len(group_by_value(values)) > 1:
-            findings.append(
-                problems.VERSION_MISMATCH.finding(
-                    f"{key} differs: {spread(values, hosts)}", list(per_rank), component=key
-                )
+        if len(group_by_value(values)) < 2:
+            continue
+        findings.append(
+            problems.VERSION_MISMATCH.finding(
+                f"{key} differs: {spread(values, hosts)}", list(per_rank), component=key
             )
+        )
 
     findings += _per_host_differences(per_rank, hosts)
 
     nonces = {r: d.get("nonce", "") for r, d in per_rank.items()}
-    if len(group_by_value(nonces)) > 1:
+    if not _one_value(nonces.values()) and len(group_by_value(nonces)) > 1:
         groups = group_by_value(nonces)
         ours = max(groups.values(), key=len)
         strangers = sorted(r for rs in groups.values() if rs is not ours for r in rs)
@@ -310,14 +348,7 @@ def judge(per_rank: dict[int, dict[str, Any]], world: World) -> Judgement:
             )
         )
 
-    keys = sorted(
-        {
-            k
-            for d in per_rank.values()
-            for k in d["vars"]
-            if k.startswith(COMPARED_PREFIXES) and k not in PER_RANK
-        }
-    )
+    keys = sorted(k for k in every_key if k.startswith(COMPARED_PREFIXES) and k not in PER_RANK)
     for key in keys:
         diff = _compare(per_rank, hosts, key)
         if diff:

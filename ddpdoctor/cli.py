@@ -248,7 +248,9 @@ def explain(
     path: Annotated[
         str,
         typer.Argument(
-            metavar="[FILE|-]", help="Log or ticket text to explain; '-' or nothing = stdin."
+            metavar="[FILE|DIR|-]",
+            help="Log or ticket text, flight-recorder dumps (files or a folder) or NCCL RAS "
+            "text; '-' or nothing = stdin.",
         ),
     ] = "-",
     json_path: JsonOpt = None,
@@ -271,7 +273,8 @@ def explain(
     ] = None,
     debug: DebugOpt = False,
 ) -> None:
-    """Explain a crash log or pasted ticket: the root cause, the evidence, why, and the fix."""
+    """Explain a crash log, a pasted ticket or a hung job's flight-recorder dumps: the root
+    cause, the evidence, why, and the fix."""
     from ddpdoctor.triage import command
 
     args = command.ExplainArgs(path, json_path, ascii_only, engine, max_bytes)

@@ -25,6 +25,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ddpdoctor import rankdiff
+
 VERSION = 1
 SPEC = "spec.json"
 GATHERED = "gathered.json"
@@ -34,7 +36,10 @@ LAUNCHER_LOG = "torchrun.log"
 ENTRY_OK, ENTRY_SKIP, ENTRY_ERROR, ENTRY_TIMEOUT = "ok", "skip", "error", "timeout"
 
 LOCK = ".ddpdoctor.lock"
-_OURS = re.compile(r"rank-\d+\.(?:json|beat|log|claim)|(?:trace|spawner)-\d+\.json|stack-\d+\.txt")
+_OURS = re.compile(
+    r"rank-\d+\.(?:json|beat|log|claim)|(?:trace|spawner)-\d+\.json|stack-\d+\.txt|fr-\d+\.json"
+    r"|fr-request"
+)
 
 T = TypeVar("T")
 
@@ -214,6 +219,9 @@ class Identity:
     device: str | None = None
 
 
+GATHERED_VERSION = 2  # 1: per-rank objects with nested deltas; 2: rows grouped by shape
+
+
 @dataclass
 class Gathered:
     """Rank 0's copy of every rank's entries, as the exchanges delivered them; the only source for
@@ -223,108 +231,147 @@ class Gathered:
     checks: dict[str, dict[int, CheckEntry]] = field(default_factory=dict)
     ranks: dict[int, Identity] = field(default_factory=dict)
     liveness: dict[int, Pulse] = field(default_factory=dict)
-    version: int = VERSION
+    version: int = GATHERED_VERSION
+    # each check's encoded text, with the entries and hosts it was encoded from (see to_text)
+    _encoded: dict[str, tuple[tuple[Any, ...], str]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
-    def to_json(self) -> dict[str, Any]:
-        """Each check's data is written once in full (the lowest rank's, `bases`), the first rank
-        of every other host as a delta against it, and every other rank as a delta against its
-        host's first rank (`delta_from`): at 16,384 ranks that agree on almost everything, the file
-        holds what differs, not N copies of the same node snapshot. Empty fields are left out."""
-        checks: dict[str, dict[str, Any]] = {}
-        bases: dict[str, Any] = {}
+    def to_text(self) -> str:
+        """The file's text, as json.dumps(to_json()) would write it, but each check's part is
+        encoded once and reused while its entries are the same objects on the same hosts: rank 0
+        rewrites the file after every check, and re-encoding the earlier checks each time made
+        its writes at 16,384 ranks grow with the square of the number of checks. The cache keeps
+        the entries themselves, so a replaced entry (or a new identity's host) is seen."""
+        parts = []
         for cid, per in self.checks.items():
-            base = next((e.data for _r, e in sorted(per.items()) if e.data), None)
-            if base is not None:
-                bases[cid] = base
-            leaders: dict[str, int] = {}
-            out = {}
-            for r, e in sorted(per.items()):
-                doc = {k: v for k in _ENTRY_FIELDS if (v := getattr(e, k)) not in (None, "", OK)}
-                host = self.ranks[r].host if r in self.ranks else ""
-                lead = leaders.setdefault(host, r) if host else r
-                if base is None:
-                    doc["data"] = e.data
-                elif lead != r:
-                    doc["delta_from"] = lead
-                    doc["data_delta"] = delta(per[lead].data, e.data)
-                else:
-                    doc["data_delta"] = {} if e.data is base else delta(base, e.data)
-                out[str(r)] = doc
-            checks[cid] = out
-        return {
-            "version": self.version,
+            key = (*per.items(), *(self.ranks[r].host if r in self.ranks else "" for r in per))
+            hit = self._encoded.get(cid)
+            if hit is None or hit[0] != key:
+                hit = self._encoded[cid] = (key, _dumps(_encode_check(per, self.ranks)))
+            parts.append(f"{_dumps(cid)}: {hit[1]}")
+        head = _dumps(self.to_json(checks=False))
+        return f'{head[:-1]}, "checks": {{{", ".join(parts)}}}}}'
+
+    def to_json(self, checks: bool = True) -> dict[str, Any]:
+        """Version 2: each check's data once in full (`base`, the lowest rank's), and every rank
+        as one row `[rank, ref, meta, duration_s, *values]`: the values that differ from its
+        reference (`ref` -1: the base; else its host's first rank, whose row comes earlier),
+        in groups that share the paths of those values (`rankdiff`). Statuses, errors and phases
+        are a table of distinct `meta` rows; identities are `[rank, host, pid, device]` rows with
+        the host names listed once. At 16,384 ranks the file holds what differs, not N copies."""
+        hosts: dict[str, int] = {}
+        ranks = [
+            [r, hosts.setdefault(i.host, len(hosts)), i.pid, i.device]
+            for r, i in sorted(self.ranks.items())
+        ]
+        doc = {
+            "version": GATHERED_VERSION,
             "nonce": self.nonce,
-            "bases": bases,
-            "checks": checks,
-            "ranks": {str(r): asdict(i) for r, i in sorted(self.ranks.items())},
-            "liveness": {str(r): asdict(p) for r, p in sorted(self.liveness.items())},
+            "hosts": list(hosts),
+            "ranks": ranks,
+            "liveness": [[r, p.alive, p.pulses, p.phase] for r, p in sorted(self.liveness.items())],
         }
+        if checks:
+            doc["checks"] = {
+                cid: _encode_check(per, self.ranks) for cid, per in self.checks.items()
+            }
+        return doc
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Gathered:
-        bases = d.get("bases") or {}
-        checks: dict[str, dict[int, CheckEntry]] = {}
-        for cid, per in (d.get("checks") or {}).items():
-            base = bases.get(cid)
-            out = checks[str(cid)] = {}
-            # the writer lists ranks in order, so the rank a delta is taken from comes first
-            for r, e in (per or {}).items():
-                change = e.get("data_delta")
-                if base is not None and change is not None:
-                    ref = out.get(int(e.get("delta_from", -1)))
-                    data = patch(ref.data if ref else base, change)
-                else:
-                    data = e.get("data") or {}
-                out[int(r)] = CheckEntry(
-                    status=e.get("status", ENTRY_OK),
-                    data=data,
-                    reason=e.get("reason", ""),
-                    error=e.get("error", ""),
-                    traceback=e.get("traceback", ""),
-                    phase=e.get("phase"),
-                    duration_s=e.get("duration_s"),
-                )
+        version = int(d.get("version") or 1)
+        if version < 2:
+            return _from_json_v1(d)
+        hosts = [str(h) for h in d.get("hosts") or []]
         return cls(
             nonce=str(d.get("nonce") or ""),
-            checks=checks,
-            ranks={
-                int(r): Identity(**_known(Identity, i)) for r, i in (d.get("ranks") or {}).items()
-            },
+            checks={str(cid): _decode_check(doc) for cid, doc in (d.get("checks") or {}).items()},
+            ranks={int(r): Identity(hosts[h], pid, dev) for r, h, pid, dev in d.get("ranks") or []},
             liveness={
-                int(r): Pulse(**_known(Pulse, p)) for r, p in (d.get("liveness") or {}).items()
+                int(r): Pulse(bool(alive), pulses, phase)
+                for r, alive, pulses, phase in d.get("liveness") or []
             },
-            version=int(d.get("version") or VERSION),
+            version=version,
         )
 
 
-_ENTRY_FIELDS = ("status", "reason", "error", "traceback", "phase", "duration_s")
-OK = ENTRY_OK  # the status left out of gathered.json's entries: most of them have it
-_GONE = "$gone"  # a key of the base that this rank's data does not have
+_ROW = 4  # a row's fields before its values: rank, ref, meta, duration_s
 
 
-def delta(base: Any, value: Any) -> Any:
-    """What `value` changes in `base`: for two dicts, the keys that differ (recursively; a key
-    the base has and value lacks maps to {"$gone": true}); otherwise `value` itself, a dict value
-    wrapped as {"$set": value} so that it is not mistaken for a delta."""
-    if not isinstance(value, dict):
-        return value
-    if not isinstance(base, dict):
-        return {"$set": value}
-    out: dict[str, Any] = {}
-    for k, v in value.items():
-        if k not in base:
-            out[k] = {"$set": v} if isinstance(v, dict) else v
-        elif base[k] != v:
-            out[k] = delta(base[k], v)
-    for k in base:
-        if k not in value:
-            out[k] = {_GONE: True}
-    return out
+def _encode_check(per: dict[int, CheckEntry], identities: dict[int, Identity]) -> dict[str, Any]:
+    base = next((e.data for _r, e in sorted(per.items()) if e.data), {})
+    metas: dict[tuple[Any, ...], int] = {}
+    groups: dict[tuple[bool, rankdiff.Shape], list[list[Any]]] = {}
+    leaders: dict[str, int] = {}
+    for r, e in sorted(per.items()):
+        host = identities[r].host if r in identities else ""
+        lead = leaders.setdefault(host, r) if host else r
+        ref = lead if lead != r else -1
+        shape, values = rankdiff.diff(per[lead].data if ref >= 0 else base, e.data)
+        meta = metas.setdefault((e.status, e.reason, e.error, e.traceback, e.phase), len(metas))
+        groups.setdefault((ref >= 0, shape), []).append([r, ref, meta, e.duration_s, *values])
+    # rows against the base first: every host's first rank is rebuilt before its host's others
+    ordered = sorted(groups.items(), key=lambda kv: kv[0][0])
+    return {
+        "base": base,
+        "meta": [list(m) for m in metas],
+        "groups": [rankdiff.paths_json(shape) | {"rows": rows} for (_, shape), rows in ordered],
+    }
 
 
-def patch(base: Any, change: Any) -> Any:
-    """`delta` undone. Unchanged parts are the base's own objects, shared, not copied: the
-    reader's memory grows with what differs between ranks."""
+def _decode_check(doc: dict[str, Any]) -> dict[int, CheckEntry]:
+    base = doc.get("base") or {}
+    metas = [
+        (str(s or ENTRY_OK), str(rs), str(er), str(tb), ph) for s, rs, er, tb, ph in doc["meta"]
+    ]
+    out: dict[int, CheckEntry] = {}
+    for group in doc.get("groups") or []:
+        plan = rankdiff.compile_shape(rankdiff.shape_from_json(group), _ROW)
+        for row in group["rows"]:
+            ref = row[1]
+            data = rankdiff.rebuild(base if ref < 0 else out[ref].data, plan, row)
+            status, reason, error, tb, phase = metas[row[2]]
+            out[int(row[0])] = CheckEntry(status, data, reason, error, tb, phase, row[3])
+    return dict(sorted(out.items()))
+
+
+def _from_json_v1(d: dict[str, Any]) -> Gathered:
+    """gathered.json as version 1 wrote it (per-rank objects with nested `data_delta`s): still
+    read, so that `ddpdoctor report` works on the run folders of earlier versions."""
+    bases = d.get("bases") or {}
+    checks: dict[str, dict[int, CheckEntry]] = {}
+    for cid, per in (d.get("checks") or {}).items():
+        base = bases.get(cid)
+        out = checks[str(cid)] = {}
+        # the writer lists ranks in order, so the rank a delta is taken from comes first
+        for r, e in (per or {}).items():
+            change = e.get("data_delta")
+            if base is not None and change is not None:
+                ref = out.get(int(e.get("delta_from", -1)))
+                data = _patch_v1(ref.data if ref else base, change)
+            else:
+                data = e.get("data") or {}
+            out[int(r)] = CheckEntry(
+                status=e.get("status", ENTRY_OK),
+                data=data,
+                reason=e.get("reason", ""),
+                error=e.get("error", ""),
+                traceback=e.get("traceback", ""),
+                phase=e.get("phase"),
+                duration_s=e.get("duration_s"),
+            )
+    return Gathered(
+        nonce=str(d.get("nonce") or ""),
+        checks=checks,
+        ranks={int(r): Identity(**_known(Identity, i)) for r, i in (d.get("ranks") or {}).items()},
+        liveness={int(r): Pulse(**_known(Pulse, p)) for r, p in (d.get("liveness") or {}).items()},
+        version=1,
+    )
+
+
+def _patch_v1(base: Any, change: Any) -> Any:
+    """Version 1's nested delta undone: {"$set": v} replaces, {"$gone": true} removes a key."""
     if not isinstance(change, dict):
         return change
     if "$set" in change and len(change) == 1:
@@ -333,10 +380,10 @@ def patch(base: Any, change: Any) -> Any:
         return base
     out = dict(base)
     for k, c in change.items():
-        if type(c) is dict and len(c) == 1 and c.get(_GONE) is True:
+        if type(c) is dict and len(c) == 1 and c.get("$gone") is True:
             out.pop(k, None)
         else:
-            out[k] = patch(base.get(k), c)
+            out[k] = _patch_v1(base.get(k), c)
     return out
 
 
@@ -354,11 +401,19 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
+def _dumps(data: Any) -> str:
+    return json.dumps(data, default=str)
+
+
 def write_json(path: Path, data: Any) -> None:
     """Write so that a reader never sees half a file (write a sibling, then rename)."""
+    write_text(path, _dumps(data))
+
+
+def write_text(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, default=str)
+        fh.write(text)
     os.replace(tmp, path)
 
 
@@ -392,6 +447,15 @@ class RunFolder:
         """Every thread's Python stack, written by the rank itself on SIGUSR1 (faulthandler)."""
         return self.path / f"stack-{rank}.txt"
 
+    def flight_file(self, rank: int) -> Path:
+        """The rank's flight-recorder dump, written by its side thread on request (rank/flight.py)."""
+        return self.path / f"fr-{rank}.json"
+
+    @property
+    def flight_request(self) -> Path:
+        """Touched by the launcher at a verdict: every rank dumps its flight recorder."""
+        return self.path / "fr-request"
+
     @property
     def spec_file(self) -> Path:
         return self.path / SPEC
@@ -424,14 +488,14 @@ class RunFolder:
         write_json(self.beat_file(beat.rank), beat.to_json())
 
     def write_gathered(self, gathered: Gathered) -> None:
-        write_json(self.gathered_file, gathered.to_json())
+        write_text(self.gathered_file, gathered.to_text())
 
     def read_gathered(self) -> Gathered | None:
         with paused_gc():
             raw = read_json(self.gathered_file)
             try:
                 g = Gathered.from_json(raw) if isinstance(raw, dict) else None
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, KeyError, IndexError, AttributeError):
                 return None
         return g if g is not None and self._ours(g.nonce) else None
 

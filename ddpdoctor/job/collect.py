@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ddpdoctor import registry
-from ddpdoctor.job import known_errors, rank_states, stacks
+from ddpdoctor.job import flight, known_errors, rank_states, stacks
 from ddpdoctor.job.launch import LaunchOutcome, tail_text
 from ddpdoctor.report import problems, schema
 from ddpdoctor.report.model import (
@@ -118,7 +118,7 @@ def _rank_details(
     if len(entries) <= DETAIL_RANKS:
         return {r: _public(e.data) | {"status": e.status} for r, e in entries.items()}
     named = {r for f in findings for r in f.ranks if r in entries}
-    named |= {r for r, e in entries.items() if not e.ok}
+    named |= {r for r, e in entries.items() if e.status != OK}
     return {
         r: _public(entries[r].data) | {"status": entries[r].status}
         for r in sorted(named)[:DETAIL_RANKS]
@@ -129,6 +129,9 @@ def _rank_status(entries: dict[int, CheckEntry]) -> dict[str, str]:
     """{status: '0-4095,4097-16383'}: every rank's status in a few bytes, beyond DETAIL_RANKS."""
     if len(entries) <= DETAIL_RANKS:
         return {}
+    statuses = {e.status for e in entries.values()}
+    if len(statuses) == 1:  # the usual case: one range, no grouping
+        return {statuses.pop(): fmt_ranks(entries, limit=None)}
     by_status: dict[str, list[int]] = {}
     for r, e in sorted(entries.items()):
         by_status.setdefault(e.status, []).append(r)
@@ -140,7 +143,7 @@ def _judge_check(cid: str, entries: dict[int, CheckEntry], world: World) -> Chec
     if entries and all(e.status == SKIP for e in entries.values()):
         reason = next(iter(entries.values())).reason
         return CheckResult(cid, mod.TITLE, SKIP, f"skipped: {reason}")
-    ok = {r: e.data for r, e in entries.items() if e.ok}
+    ok = {r: e.data for r, e in entries.items() if e.status == OK}  # not .ok: 16k calls
     findings: list[Finding] = []
     summary = "not judged"
     metrics: dict[str, Any] = {}
@@ -269,6 +272,8 @@ def _assemble(
     group_row = registry.group_check()
     _place_rank_findings(checks, failed, by_check, group_row)
     _place_exchange_errors(checks, docs)
+    flight_found, flight_json = flight.judge(RunFolder(run_dir), world_size, states)
+    _place_flight(checks, flight_found, root)
     if launch_problems and checks:
         first = next((c for c in checks if c.id == group_row), checks[0])
         first.findings[:0] = launch_problems
@@ -289,9 +294,23 @@ def _assemble(
         checks=checks,
         ranks=states,
         root_cause=_root_json(root, launch_problems, group_row),
-        launch=launch_json(run_dir, spec, outcome, node_view) | _exchange_bytes(docs),
+        launch=launch_json(run_dir, spec, outcome, node_view)
+        | _exchange_bytes(docs)
+        | ({"flight": flight_json} if flight_json else {}),
         hosts=hosts_table(states, by_check),
     )
+
+
+def _place_flight(checks: list[CheckResult], found: list[Finding], root: RankState | None) -> None:
+    """The flight recorder's findings go to the check the run stopped in (the root cause's)."""
+    if not found or not checks:
+        return
+    row = next((c for c in checks if root is not None and c.id == root.last_check), None)
+    if row is None:
+        row = next((c for c in reversed(checks) if c.status != SKIP), checks[-1])
+    row.findings.extend(found)
+    if row.status not in (ERROR, TIMEOUT):
+        row.status = status_from(row.findings)
 
 
 def _duplicate_ranks(folder: RunFolder, hosts: dict[int, str]) -> list[Finding]:

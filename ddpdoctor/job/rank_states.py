@@ -45,12 +45,12 @@ def remote_view(gathered: Gathered | None, order: list[str]) -> dict[int, Seen]:
     """Each rank's identity and the last check (in run order) that it reported through rank 0."""
     if gathered is None:
         return {}
-    view: dict[int, Seen] = {}
-    for cid in order:
-        for r in gathered.checks.get(cid, {}):
-            view.setdefault(r, Seen()).last_check = cid
+    last: dict[int, str] = {}
+    for cid in order:  # a later check overwrites: a rank's last check in run order
+        last.update(dict.fromkeys(gathered.checks.get(cid, {}), cid))
+    view = {r: Seen(last_check=cid) for r, cid in last.items()}
     for r, who in gathered.ranks.items():
-        seen = view.setdefault(r, Seen())
+        seen = view.get(r) or view.setdefault(r, Seen())
         seen.host, seen.pid, seen.device = who.host or None, who.pid or None, who.device
     return view
 

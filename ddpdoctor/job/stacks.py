@@ -1,10 +1,12 @@
 """Every unfinished rank's Python stacks at a verdict, before anything is killed: each rank (worker
 or tracer) registered faulthandler for SIGUSR1, which writes all threads' stacks from its signal
 handler even while the main thread is blocked inside a C++ collective. One signal to every rank,
-then one short wait for all the files; a stopped (SIGSTOP) rank cannot answer and says so."""
+then one short wait for all the files (and the flight-recorder dumps asked for at the same
+moment); a stopped (SIGSTOP) rank cannot answer: pystack reads it from outside when installed."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from typing import Any
@@ -17,12 +19,24 @@ SHOWN_FRAMES = 3
 
 
 def take(folder: RunFolder, alive: dict[int, Any], into: dict[int, str]) -> None:
-    """Ask every rank in `alive` ({rank: psutil.Process}) for its stacks; put what came back into
-    `into` ({rank: dump text})."""
+    """Ask every rank in `alive` ({rank: psutil.Process}) for its stacks and every live rank for
+    its flight recorder (one request file their side threads watch); put the stacks that came
+    back into `into` ({rank: dump text}). A stopped rank answers neither: its stacks are read
+    from outside (pystack, when installed) while the others write theirs, in the same wait."""
+    from ddpdoctor.job import remote_stack
     from ddpdoctor.trace.stacks import DUMP_SIGNAL
 
+    t0 = time.monotonic()
+    with contextlib.suppress(OSError):
+        folder.flight_request.touch()
     before: dict[int, int] = {}
+    outside: dict[int, Any] = {}
     for rank, proc in alive.items():
+        if _stopped(proc):
+            reader = remote_stack.start(proc.pid)
+            if reader is not None:
+                outside[rank] = reader
+            continue
         path = folder.stack_file(rank)
         before[rank] = path.stat().st_size if path.exists() else 0
         try:
@@ -31,8 +45,9 @@ def take(folder: RunFolder, alive: dict[int, Any], into: dict[int, str]) -> None
             before.pop(rank)
     deadline = time.monotonic() + DUMP_WAIT_S
     pending = dict(before)
+    flights = {r: _mtime(folder.flight_file(r)) for r in before}
     sizes: dict[int, int] = {}
-    while pending and time.monotonic() < deadline:
+    while (pending or flights) and time.monotonic() < deadline:
         time.sleep(0.05)
         for rank in list(pending):
             path = folder.stack_file(rank)
@@ -42,6 +57,29 @@ def take(folder: RunFolder, alive: dict[int, Any], into: dict[int, str]) -> None
                     fh.seek(pending.pop(rank))
                     into[rank] = fh.read()
             sizes[rank] = size
+        for rank in list(flights):
+            if _mtime(folder.flight_file(rank)) != flights[rank]:
+                flights.pop(rank)
+    for rank, proc in outside.items():
+        text = remote_stack.finish(proc, t0 + remote_stack.TIMEOUT_S - time.monotonic())
+        if text:
+            into[rank] = text
+
+
+def _mtime(path: Any) -> int:
+    try:
+        return int(path.stat().st_mtime_ns)
+    except OSError:
+        return 0
+
+
+def _stopped(proc: Any) -> bool:
+    import psutil
+
+    try:
+        return proc.status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
+    except psutil.Error:
+        return False
 
 
 def frames(text: str) -> list[str]:

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ddpdoctor import registry
-from ddpdoctor.rank import exchange, standalone
+from ddpdoctor.rank import exchange, flight, standalone
 from ddpdoctor.rank.context import RankContext, faults_from_env, is_timeout_error
 from ddpdoctor.rank.recorder import Recorder
 from ddpdoctor.registry import Check
@@ -171,6 +171,7 @@ def run_checks(
             rec.set_device(str(ctx.device))
         if mod.STAGE == registry.CREATES_GROUP:
             s.can_gather = ctx.control is not None
+            flight.own_group(ctx.control)  # the results' group: not what the probes test
             if not entry.ok:
                 s.broken = "the process group could not be initialised"
             elif ctx.world_size > ctx.local_world_size:
@@ -179,6 +180,10 @@ def run_checks(
             # A peer is stuck or unreachable: an exchange would only wait for it again. Peers
             # that finished give up on the exchange after its own deadline and skip likewise.
             s.can_gather = False
+            # this rank may be gone by the verdict: keep its recorder's view of the timeout now
+            with contextlib.suppress(Exception):
+                group = getattr(ctx.group, "group_name", None)
+                flight.dump(rec.folder.flight_file(ctx.rank), ctx.rank, group)
         if not s.can_gather and ctx.control is None and shown:
             pending.append((cid, entry))
         if s.can_gather:
@@ -294,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     rec = Recorder(folder, ident.rank, ident.local_rank, spec.nonce)
     _take_sigterm(rec)
     stacks.install(folder.stack_file(ident.rank))  # the launcher asks for them at a verdict
+    flight.enable()  # before any process group exists
+    flight.watch(folder, ident.rank)  # and its dump, at the same moment
 
     ctx = RankContext(
         rank=ident.rank,

@@ -148,6 +148,9 @@ class RankState:
 
     def to_json(self) -> dict[str, Any]:
         # scalars and one list of strings: a shallow copy, not asdict's deep one (16,384 at scale)
+        own = self.__dict__
+        if len(own) == len(self.__dataclass_fields__):
+            return dict(own)
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
     @classmethod

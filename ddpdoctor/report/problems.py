@@ -324,6 +324,69 @@ AMP_UNSUPPORTED = Problem(
     "Nothing to do unless you train with AMP on this device.",
 )
 
+# the flight recorder: collectives as every rank recorded them (ddpdoctor/flight/)
+FR_NEVER_JOINED = Problem(
+    "DDP701",
+    "fr-never-joined",
+    _F,
+    "A rank never joined a collective the others wait in",
+    "Its flight recorder stops before the collective number the other ranks are blocked in: it "
+    "skipped that collective (a branch, an uneven batch count, an early exit) or is stuck before it.",
+    "Make every rank call the same collectives in the same order: look at that rank's line and "
+    "the branch that took it elsewhere (DistributedSampler(drop_last=True) for uneven batches).",
+)
+FR_COLLECTIVE_MISMATCH = Problem(
+    "DDP702",
+    "fr-collective-mismatch",
+    _F,
+    "Ranks called different collectives at one sequence number",
+    "Collective #N must be the same op on the same shapes and dtypes on every rank; otherwise "
+    "NCCL hangs or corrupts data and gloo may silently mix the values.",
+    "Call the same collective with the same tensor shape and dtype on every rank; move rank-"
+    "dependent collectives out of the shared sequence.",
+)
+FR_STUCK_IN_COLLECTIVE = Problem(
+    "DDP703",
+    "fr-stuck-in-collective",
+    _F,
+    "Ranks wait in a collective that never completes",
+    "The ranks that recorded it wait for a peer that gave no dump (stopped, dead, or blocked "
+    "outside Python) or for a transport that stalled.",
+    "Look at the ranks without a dump first (pystack remote PID); then the link (NCCL_DEBUG=INFO).",
+)
+FR_IN_STEP = Problem(
+    "DDP704",
+    "fr-in-step",
+    _I,
+    "The flight recorder shows every rank in step",
+    "Every rank completed the same collectives: the problem is not a collective out of order.",
+    "Nothing to do about collectives; read the other findings.",
+)
+FR_NO_DUMP = Problem(
+    "DDP705",
+    "fr-no-dump",
+    _I,
+    "A rank left no flight-recorder dump",
+    "A stopped or dead rank cannot write its dump; the analysis names what the other ranks saw.",
+    "Look at that rank's state and stack; set TORCH_FR_BUFFER_SIZE in jobs that ddpdoctor does not launch.",
+)
+RAS_MISSING_RANKS = Problem(
+    "DDP706",
+    "ras-missing-ranks",
+    _F,
+    "NCCL RAS names ranks it has no data from",
+    "RAS could not reach those ranks' processes: they died, hang outside NCCL, or their node is gone.",
+    "Look at the named process on the named node first (pystack remote PID, dmesg, its log).",
+)
+RAS_COUNT_MISMATCH = Problem(
+    "DDP707",
+    "ras-count-mismatch",
+    _F,
+    "NCCL RAS: ranks launched different numbers of one collective",
+    "The ranks with the lower count never called the next collective: they are the stragglers.",
+    "Find where the ranks with the lower count are (their stacks); they skipped or are stuck before it.",
+)
+
 # runtime / launch
 RANK_CRASHED = Problem(
     "DDP901",

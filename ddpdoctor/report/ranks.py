@@ -25,6 +25,8 @@ def capped(parts: list[str], more: int = 0, limit: int = MAX_PARTS, unit: str = 
 def fmt_ranks(ranks: Iterable[int], limit: int | None = MAX_PARTS) -> str:
     """[0, 1, 2, 5] -> '0-2,5'; beyond `limit` ranges, the ranks left out are counted."""
     rs = sorted(set(ranks))
+    if len(rs) > 2 and rs[-1] - rs[0] == len(rs) - 1:
+        return f"{rs[0]}-{rs[-1]}"  # one run, the usual case at scale: no walk
     parts: list[str] = []
     i = 0
     while i < len(rs):

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ddpdoctor.job import collect, rank_states
+from ddpdoctor.job import flight as job_flight
 from ddpdoctor.job import stacks as job_stacks
 from ddpdoctor.job.launch import LaunchOutcome, tail_text
 from ddpdoctor.report.model import (
@@ -68,6 +69,11 @@ def assemble(
     if launch_problems:
         rows[0].findings[:0] = launch_problems
     rows[0].status = status_from(rows[0].findings)
+    flight_found, flight_json = job_flight.judge(folder, world, states)
+    if flight_found:
+        collectives = next(r for r in rows if r.id == "collectives")
+        collectives.findings.extend(flight_found)
+        collectives.status = status_from(collectives.findings)
     return Report(
         status=overall_status([r.status for r in rows]),
         world_size=world,
@@ -83,7 +89,8 @@ def assemble(
             "mode": "run",
             "script": spec.options.get("target", []),
             "steps": max((r.steps for r in records.values()), default=0),
-        },
+        }
+        | ({"flight": flight_json} if flight_json else {}),
         hosts=collect.hosts_table(states, {}),
     )
 

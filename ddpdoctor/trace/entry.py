@@ -14,6 +14,7 @@ clean stop for a failure and tear the other ranks down); 2 for bad tracer argume
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import runpy
 import sys
@@ -22,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ddpdoctor.rank import flight
 from ddpdoctor.rank.recorder import Recorder
 from ddpdoctor.runfiles import RunFolder, UnsafeRunDir, private_dir
 from ddpdoctor.trace import record as rec
@@ -184,6 +186,8 @@ def run(args: Args) -> int:
     tracer = Tracer(config, target, [target, *args.args])
     beat = _beat(tracer)
     stacks.install(rec.stack_file(config.run_dir, tracer.record.rank))
+    flight.enable()  # before the user's init_process_group
+    flight.watch(beat.folder, tracer.record.rank)
     from ddpdoctor.trace.install import install
 
     install(tracer)
@@ -203,6 +207,10 @@ def run(args: Args) -> int:
             runpy.run_path(args.script or "", run_name="__main__")
 
     code = finish_run(tracer, call)
+    # the recorder at the end too: a job that ended (or stopped at --steps) is read for
+    # collectives that differ across ranks, as a hung one is at the verdict
+    with contextlib.suppress(Exception):
+        flight.dump(beat.folder.flight_file(tracer.record.rank), tracer.record.rank)
     if code == 0:
         beat.finish()  # a clean end (returned, exit 0, a stop at --steps); a failure is not
     return code

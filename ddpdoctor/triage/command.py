@@ -34,6 +34,10 @@ def explain(args: ExplainArgs) -> int:
     if max_bytes is not None and max_bytes < 1:
         raise UsageError(f"--max-bytes must be at least 1, not {max_bytes}")
     schema.check_writable(json_path)
+    from ddpdoctor.flight import explain as flight_explain
+
+    if path != "-" and flight_explain.wants(path):  # dumps or NCCL RAS text, not a log
+        return flight_explain.explain(path, json_path, args.ascii_only)
     if path == "-":
         diagnosis = explain_stream(_stdin(), engine, max_bytes)
     else:

@@ -16,8 +16,9 @@ _NCCL_INFO = "NCCL_DEBUG=INFO — NCCL's transport, interface and version choice
 _NCCL_NET = "NCCL_DEBUG_SUBSYS=INIT,NET — only the init and network lines"
 _DETAIL = "TORCH_DISTRIBUTED_DEBUG=DETAIL — collective fingerprints per rank (slow; debugging only)"
 _FLIGHT = (
-    "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 — the flight recorder: "
-    "the last collectives of every rank when one times out"
+    "TORCH_FR_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 TORCH_FR_DUMP_TEMP_FILE=/tmp/fr/rank_ "
+    "— the flight recorder: every rank's last collectives when one times out; then "
+    "`ddpdoctor explain /tmp/fr` names the rank that never joined"
 )
 
 NEXT_STEPS: dict[str, NextSteps] = {
@@ -40,7 +41,11 @@ NEXT_STEPS: dict[str, NextSteps] = {
         ("CUDA_VISIBLE_DEVICES — as many GPUs as --nproc-per-node",),
     ),
     "COLLECTIVE_TIMEOUT": NextSteps(
-        ("ddpdoctor check --only allreduce", "ddpdoctor check --only process_group"),
+        (
+            "ddpdoctor run -- train.py (each rank's stack and flight recorder at the hang)",
+            "ddpdoctor check --only allreduce",
+            "ddpdoctor check --only process_group",
+        ),
         (_FLIGHT, "TORCH_NCCL_ASYNC_ERROR_HANDLING=1 — fail fast instead of hanging", _NCCL_INFO),
     ),
     "NCCL_NETWORK": NextSteps(

@@ -102,6 +102,12 @@ _CHECK_SAMPLER = "ddpdoctor check --only sampler"
 _CHECK_SCALER = "ddpdoctor check --only gradscaler"
 _LINT = "ddpdoctor lint train.py"
 _ENV = "ddpdoctor env (on every node)"
+# Where a hang's rank and line come from: our launcher, or torch's flight recorder read by us.
+_FLIGHT = (
+    " To name the rank and its line: run the job under `ddpdoctor run` (stacks and flight "
+    "recorder at the hang), or set TORCH_FR_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 "
+    "TORCH_FR_DUMP_TEMP_FILE=/tmp/fr/rank_, then `ddpdoctor explain /tmp/fr`."
+)
 
 SIGNATURES: tuple[Signature, ...] = (
     # --- DDP's reducer: the most precise messages there are --------------------------------
@@ -956,7 +962,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "monitored_barrier names the ranks that did not arrive: they are stuck (a hang, a "
         "deadlock, a long checkpoint on one rank) or already dead.",
         "Look at the named ranks' logs and stacks (py-spy dump --pid); make sure every rank "
-        "runs the same collectives.",
+        "runs the same collectives." + _FLIGHT,
         f"{_CHECK_PG}; {_CHECK_AR}",
         tier=SYMPTOM,
     ),
@@ -978,7 +984,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "that waited; the cause is on the rank that did not arrive.",
         "Find the rank that stopped first (its own error, an OOM, a rank-dependent branch, "
         "uneven batches); TORCH_NCCL_ASYNC_ERROR_HANDLING=1, NCCL_DEBUG=INFO and "
-        "TORCH_DISTRIBUTED_DEBUG=DETAIL show it. Raise the timeout only for long rank-0 work.",
+        "TORCH_DISTRIBUTED_DEBUG=DETAIL show it. Raise the timeout only for long rank-0 work."
+        + _FLIGHT,
         f"{_CHECK_AR}; {_CHECK_PG}",
         tier=SYMPTOM,
     ),
@@ -995,7 +1002,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "A gloo collective waited longer than the process group timeout for a peer that never "
         "sent: that peer is stuck, slower, dead, or in a different collective.",
         "Look at the other ranks' logs for the first error; make every rank run the same "
-        "collectives; raise timeout= in init_process_group only for long rank-0 work.",
+        "collectives; raise timeout= in init_process_group only for long rank-0 work." + _FLIGHT,
         f"{_CHECK_AR}; {_CHECK_PG}",
         tier=SYMPTOM,
     ),
@@ -1012,7 +1019,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "The NCCL watchdog thread made no progress (a CUDA/NCCL call blocked, often on a hung "
         "collective or a dead GPU), so the monitor killed the process.",
         "Treat it as a hang: find the rank that stopped (py-spy dump, NCCL_DEBUG=INFO); check "
-        "GPU health (nvidia-smi, dmesg Xid).",
+        "GPU health (nvidia-smi, dmesg Xid)." + _FLIGHT,
         f"{_CHECK_AR}; {_CHECK_DEV}",
         tier=SYMPTOM,
     ),
@@ -1032,9 +1039,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "collective did not complete within the process-group timeout; the rank that did not "
         "arrive holds the cause.",
         "Find the rank that stopped first (its log, an OOM, a rank-only branch, slow rank-0 "
-        "work such as a checkpoint); rerun with TORCH_NCCL_TRACE_BUFFER_SIZE=2000 and "
-        "TORCH_NCCL_DUMP_ON_TIMEOUT=1 for the flight recorder; raise timeout= only for long "
-        "rank-0 work.",
+        "work such as a checkpoint); raise timeout= only for long rank-0 work." + _FLIGHT,
         f"{_CHECK_AR}; {_CHECK_PG}",
         tier=SYMPTOM,
     ),

@@ -14,6 +14,7 @@ import jsonschema
 import pytest
 from harness import finish, leftovers, send, start_check, wait_for_check, wait_for_worker_process
 
+from ddpdoctor.job import remote_stack
 from ddpdoctor.report import schema
 
 pytestmark = pytest.mark.slow
@@ -83,6 +84,16 @@ def test_sigstop_mid_collective_four_ranks(tmp_path: Path) -> None:
     assert run.check("allreduce")["status"] == "timeout"
     assert run.check("gradscaler")["status"] == "skip"
     assert run.report["root_cause"]["rank"] == 1
+    # stopped: it cannot answer SIGUSR1, so pystack (the test extra) read its stack from outside
+    assert remote_stack.tool() is not None
+    assert any("checks/allreduce.py:" in frame for frame in r1["stack"]), r1["stack"]
+    # the flight recorder: the others gave up in one all_reduce; rank 1 left no dump
+    (fr,) = [f for f in run.check("allreduce")["findings"] if f["code"] == "DDP703"]
+    seq = fr["data"]["seq"]
+    assert fr["data"]["no_dump"] == [1] and fr["ranks"] == [0, 1, 2, 3]
+    assert f"ranks 0,2,3 are stuck in all_reduce #{seq} of group 0 (default_pg)" in fr["message"]
+    assert f"rank 1 ({r1['host']}, pid {r1['pid']}) gave no dump" in fr["message"]
+    assert "checks/allreduce.py:" in fr["message"].split("gave no dump")[1]  # where it is
     assert time.monotonic() - at < T + GRACE + MARGIN
     assert_clean(run_dir)
 

@@ -97,8 +97,9 @@ def test_rank_0s_output_is_shown_live(runs: dict[str, CliRun]) -> None:
     run = runs["clean_launch_echo.py"]
     logs = sorted(p.name for p in run.run_dir.glob("rank-*.log"))
     assert logs == ["rank-0.log", "rank-1.log"]  # every rank's output is kept
-    first = (run.run_dir / "rank-0.log").read_text().splitlines()[0]
-    assert first and first in run.output
+    assert "rank 1 saw its launch" in (run.run_dir / "rank-1.log").read_text()
+    assert "rank 0 saw its launch" in run.output
+    assert "rank 1 saw its launch" not in run.output
 
 
 def test_spawned_workers_are_traced_as_the_ranks(runs: dict[str, CliRun]) -> None:
@@ -134,6 +135,31 @@ def test_hang_is_named_with_each_ranks_line(runs: dict[str, CliRun]) -> None:
     assert all(r["stack"] for r in run.report["ranks"])  # taken before the kill
     [uneven] = [f for f in run.findings if f["code"] == "DDR301"]
     assert uneven["data"]["batches"] == {"0": 5, "1": 4}
+    # the flight recorder: rank 1 never joined the gradient all_reduce of rank 0's extra batch
+    seq = never_joined(run, rank=1, at="uneven_batches.py:22")
+    (group,) = run.report["launch"]["flight"]["groups"]
+    assert group["last_enqueued"] == {"0": seq, "1": seq - 1}
+    assert f"called at {FIXTURES / 'uneven_batches.py'}:20" in finding(run, "DDP701")["message"]
+
+
+def finding(run: CliRun, code: str) -> dict:
+    (f,) = [f for f in run.findings if f["code"] == code]
+    return f
+
+
+def never_joined(run: CliRun, rank: int, at: str) -> int:
+    """The DDP701 finding: `rank` (host, pid) never joined all_reduce #N (returned), its stack
+    puts it at `at` (a fixture's file:line); the others wait in #N; all completed #N-1."""
+    f = finding(run, "DDP701")
+    me = run.rank(rank)
+    seq = f["data"]["seq"]
+    assert f["ranks"] == [rank] and f["data"]["last_completed_by_all"] == seq - 1
+    assert f["message"].startswith(
+        f"rank {rank} ({me['host']}, pid {me['pid']}) never joined all_reduce #{seq} of group 0"
+    )
+    script, line = at.split(":")
+    assert f"it is at {FIXTURES / script}:{line} " in f["message"]
+    return seq
 
 
 def test_a_rank_spinning_in_python_is_named_at_its_line(runs: dict[str, CliRun]) -> None:
@@ -142,6 +168,29 @@ def test_a_rank_spinning_in_python_is_named_at_its_line(runs: dict[str, CliRun])
     r1 = run.rank(1)
     assert r1["state"] == "hung" and "busy on the CPU" in r1["detail"]
     assert any("spin_rank.py:15" in frame for frame in r1["stack"])
+    # its flight recorder stops before the all_reduce rank 0 waits in
+    never_joined(run, rank=1, at="spin_rank.py:15")
+
+
+def test_the_flight_recorder_names_the_collective_whose_shapes_differ(
+    runs: dict[str, CliRun],
+) -> None:
+    run = runs["collective_mismatch.py"]  # it ends normally: the ranks dump at the end
+    f = finding(run, "DDP702")
+    assert f["ranks"] == [0, 1] and f["data"]["seq"] == 1
+    line = f"{FIXTURES / 'collective_mismatch.py'}:10 (<module>)"
+    assert f["message"] == (
+        "collective #1 of group 0 (default_pg) differs across ranks: "
+        f"rank 0 all_reduce [2x3] Float at {line}; rank 1 all_reduce [6] Float at {line}"
+    )
+    assert run.report["launch"]["flight"]["groups"][0]["mismatch_at"] == 1
+
+
+@pytest.mark.parametrize("name", [n for n in CLEAN if n not in LAUNCHES_ITSELF])
+def test_clean_scripts_leave_flight_recorders_in_step(runs: dict[str, CliRun], name: str) -> None:
+    flight = runs[name].report["launch"]["flight"]
+    assert flight["ranks_with_dump"] == [0, 1]
+    assert all(g["parted_at"] is None and g["mismatch_at"] is None for g in flight["groups"])
 
 
 def test_lint_agrees_where_the_mistake_is_visible_statically() -> None:

@@ -74,3 +74,14 @@ def test_progress_is_a_line_per_rank_on_one_node_and_a_bar_beyond() -> None:
     (line,) = render.progress_lines(many, now=100.0)
     assert "24,569/24,576" in line  # 6 checks x 4096 ranks, rank 17 at 2 of 6 and 18 at 3 of 6
     assert "slowest: rank 17 (n1) in rank_device (running) for 10.0 s" in line
+
+
+def test_one_run_of_ranks_reads_as_the_walk_would_write_it() -> None:
+    # the short cut for a single run of ranks must agree with the general walk
+    assert [fmt_ranks(rs) for rs in ([7], [3, 4], range(5, 10), [9, 8, 7, 7])] == [
+        "7",
+        "3,4",
+        "5-9",
+        "7-9",
+    ]
+    assert fmt_ranks(range(16384), limit=None) == "0-16383"

@@ -1,0 +1,65 @@
+"""The stacks taken at a verdict, on real processes (no torchrun): a running rank answers SIGUSR1
+through faulthandler, a stopped one is read from outside with pystack and left stopped, both
+in the same wait. (The same path under torchrun: tests/integration/test_faults.py.)"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from ddpdoctor.job import remote_stack, stacks
+from ddpdoctor.runfiles import RunFolder
+
+RANK = textwrap.dedent("""\
+    import sys, time
+    from pathlib import Path
+    from ddpdoctor.trace import stacks
+    stacks.install(Path(sys.argv[1]))
+    def waiting_here():
+        Path(sys.argv[2]).touch()  # ready: from now on the stack is in this function
+        while True:
+            time.sleep(0.05)
+    waiting_here()
+""")
+
+
+def start(folder: RunFolder, rank: int) -> subprocess.Popen:
+    ready, script = folder.path / f"ready-{rank}", folder.path / "rank.py"
+    script.write_text(RANK)
+    proc = subprocess.Popen([sys.executable, str(script), str(folder.stack_file(rank)), str(ready)])
+    deadline = time.monotonic() + 30
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return proc
+
+
+@pytest.mark.skipif(remote_stack.tool() is None, reason="pystack (the [stacks] extra) missing")
+def test_a_running_and_a_stopped_rank_both_give_their_stacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the mechanism, not its speed (3.5 s in the product; a loaded test machine may need more)
+    monkeypatch.setattr(remote_stack, "TIMEOUT_S", 20.0)
+    folder = RunFolder(tmp_path)
+    procs = [start(folder, 0), start(folder, 1)]
+    try:
+        os.kill(procs[1].pid, signal.SIGSTOP)
+        alive = {r: psutil.Process(p.pid) for r, p in enumerate(procs)}
+        dumps: dict[int, str] = {}
+        stacks.take(folder, alive, dumps)
+        assert sorted(dumps) == [0, 1]
+        for r in (0, 1):
+            assert stacks.frames(dumps[r])[0].startswith(f"waiting_here ({tmp_path / 'rank.py'}:")
+        assert alive[1].status() == psutil.STATUS_STOPPED  # read, not resumed
+        assert folder.flight_request.exists()  # the ranks were asked for their recorders too
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
