@@ -4,10 +4,14 @@
     python benchmarks/lint_recall.py --trees /tmp/lint_trees [--show]
 
 `benchmarks/lint_corpus.jsonl` holds one line per script: repo, path, commit, split
-(tune | heldout) and a verdict per rule: the violation lines, or "clean". Each script is linted
+(tune | heldout | fresh | fresh2) and a verdict per rule: the violation lines, or "clean". Each script is linted
 in its repository's tree with that tree as --root, so helpers in other modules are read as they
 would be for a user. A finding counts as found when its rule and line match a verdict; any other
 finding of a checked rule in that script is a false alarm. Not a test: it prints numbers.
+
+`heldout` is no longer clean for DDL007: its one miss (a spawned worker's missing destroy) was
+fixed after it was seen there, so its DDL007 figure is printed marked "contaminated". `fresh`
+(repositories never used before, verdicts written before lint ran on them) is the one to trust.
 """
 
 from __future__ import annotations
@@ -25,7 +29,14 @@ from ddpdoctor.lint.engine import lint_files  # noqa: E402
 from ddpdoctor.lint.rules import RULES_BY_CODE  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SPLITS = ("tune", "heldout")
+SPLITS = ("tune", "heldout", "fresh", "fresh2")
+# Rules whose figure on a split was seen while changing lint: reported, but not as held out.
+CONTAMINATED = {
+    ("heldout", "DDL007"),
+    ("fresh", "DDL004"),
+    ("fresh", "DDL007"),
+    ("fresh2", "DDL002"),
+}
 
 
 @dataclass
@@ -77,7 +88,7 @@ def fmt(value: float | None) -> str:
 
 
 def report(tallies: dict[str, dict[str, Tally]], rows: list[dict], show: bool) -> None:
-    for split in SPLITS:
+    for split in [s for s in SPLITS if any(r["split"] == s for r in rows)]:
         scripts = sum(1 for r in rows if r["split"] == split)
         repos = len({r["repo"] for r in rows if r["split"] == split})
         print(f"\n{split}: {scripts} scripts from {repos} repositories")
@@ -87,6 +98,7 @@ def report(tallies: dict[str, dict[str, Tally]], rows: list[dict], show: bool) -
             print(
                 f"{code}  {RULES_BY_CODE[code].level:5}  {t.violations:10}  {t.found:5}  "
                 f"{len(t.false_alarms):12}  {fmt(t.precision()):>9}  {fmt(t.recall()):>6}"
+                + ("  (contaminated: tuned on after it was seen)" * ((split, code) in CONTAMINATED))
             )
         fails = [a for t in tallies[split].values() for a in t.false_alarms if "(fail)" in a]
         print(f"fail-level false alarms: {len(fails)}")
@@ -104,8 +116,11 @@ def main() -> None:
     parser.add_argument("--trees", required=True, help="folder with owner+name/ trees")
     parser.add_argument("--corpus", default=os.path.join(HERE, "lint_corpus.jsonl"))
     parser.add_argument("--show", action="store_true", help="list every false alarm and miss")
+    parser.add_argument(
+        "--split", action="append", choices=SPLITS, help="only these parts (default: all)"
+    )
     args = parser.parse_args()
-    rows = load(args.corpus)
+    rows = [r for r in load(args.corpus) if not args.split or r["split"] in args.split]
     tallies, missing = score(rows, args.trees)
     report(tallies, rows, args.show)
     if missing:

@@ -1,9 +1,13 @@
 """How fast is `ddpdoctor lint` next to a bare `ast.parse` of the same files?
 
     python benchmarks/lint_speed.py [FOLDER]
+    python benchmarks/lint_speed.py --trees DIR --repeat 7    # each DIR/owner+name on its own
 
 FOLDER defaults to the installed torch package (about 2,300 files), found without importing it.
 Both sides read the same list of files from a warm page cache; the best of --repeat runs counts.
+With --trees (the folder `lint_corpus_trees.py` lays out), each repository's tree is linted as
+its own project (its folder as --root, as `lint_recall.py` does) and its ratio is printed per
+round: median and spread (min-max) over the rounds, then the same for all trees together.
 The target is lint at most 1.5x the parse time, cross-file reading included (lint follows each
 script's imports into the project, as `ddpdoctor lint FOLDER` does). Not a test: it prints numbers."""
 
@@ -15,6 +19,7 @@ import contextlib
 import gc
 import importlib.util
 import os
+import statistics
 import sys
 import time
 
@@ -59,11 +64,54 @@ def best_of(repeat: int, fn, files: list[str]) -> float:
     return min(times)
 
 
+def cpu_seconds(fn) -> float:
+    start = time.process_time()
+    fn()
+    return time.process_time() - start
+
+
+def per_tree(trees: str, repeat: int) -> None:
+    """Ratio per repository tree, rounds alternating parse and lint so load hits both alike."""
+    layout = [
+        (os.path.join(trees, name), collect_files([os.path.join(trees, name)]))
+        for name in sorted(os.listdir(trees))
+        if os.path.isdir(os.path.join(trees, name))
+    ]
+    for _, files in layout:
+        parse_only(files)  # warm the page cache
+    totals: list[tuple[float, float]] = []
+    print(
+        "tree                                       files     parse s   lint s   ratio: median (min-max)"
+    )
+    for tree, files in layout:
+        rounds = []
+        for _ in range(repeat):
+            p = cpu_seconds(lambda fs=files: parse_only(fs))
+            t = cpu_seconds(lambda fs=files, r=tree: lint_files(fs, root=r))
+            rounds.append((p, t))
+        totals.append((min(p for p, _ in rounds), min(t for _, t in rounds)))
+        ratios = sorted(t / p for p, t in rounds if p > 0)
+        print(
+            f"{os.path.basename(tree):42} {len(files):5}  {totals[-1][0]:8.3f} {totals[-1][1]:8.3f}"
+            f"   {statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})"
+        )
+    worst = max((t / p for p, t in totals if p > 0), default=0.0)
+    parse_s, lint_s = sum(p for p, _ in totals), sum(t for _, t in totals)
+    print(f"all trees: parse {parse_s:.2f} s, lint {lint_s:.2f} s (best round of each tree)")
+    print(
+        f"ratio:     {lint_s / parse_s:.2f}x over all trees; worst tree {worst:.2f}x (best rounds)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", nargs="?", default=None)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--trees", help="a folder of repository trees, each judged on its own")
     args = parser.parse_args()
+    if args.trees:
+        per_tree(args.trees, args.repeat)
+        return
     folder = args.folder or default_tree()
     files = collect_files([folder])
     size = sum(os.path.getsize(f) for f in files)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 
 from ddpdoctor.lint.finding import Hit
-from ddpdoctor.lint.guards import _nondistributed, guarded_locally
+from ddpdoctor.lint.guards import guarded_locally, single_process_branch
 from ddpdoctor.lint.index import DDP_NAMES, ModuleIndex, dotted, kwarg, position
 from ddpdoctor.lint.project import call_effects, program_effects
 
@@ -23,19 +23,6 @@ RANK_IN_PATH = ("rank", "gpu", "local")
 
 def _str(expr: ast.AST | None) -> str | None:
     return expr.value if isinstance(expr, ast.Constant) and type(expr.value) is str else None
-
-
-def _single_process_branch(index: ModuleIndex, node: ast.AST) -> bool:
-    """Inside `if not args.distributed:` / `if world_size == 1:` (or its else of the opposite):
-    code for one process, where GPU 0 is right."""
-    child = node
-    for anc in index.ancestors(node):
-        if isinstance(anc, ast.If) and child is not anc.test:
-            in_body = child in anc.body
-            if in_body and _nondistributed(anc.test):
-                return True
-        child = anc
-    return False
 
 
 def _load_without_map_location(index: ModuleIndex) -> list[Hit]:
@@ -48,7 +35,7 @@ def _load_without_map_location(index: ModuleIndex) -> list[Hit]:
         path = call.args[0] if call.args else kwarg(call, "f")
         if path is None or _per_rank_path(index, path):
             continue  # a per-rank file, saved from this rank's own GPU
-        if guarded_locally(index, call) or _single_process_branch(index, call):
+        if guarded_locally(index, call) or single_process_branch(index, call):
             continue
         if _mapped_in_another_branch(index, call) or not _loads_state(index, call):
             continue
@@ -163,12 +150,16 @@ def _hard_coded_device(index: ModuleIndex) -> list[Hit]:
     has_set_device = bool(index.calls_by_name.get("set_device")) or (
         "set_device" in program_effects(index)
     )
+    # A bare "cuda" is each rank's own GPU once set_device ran. A module that does not set the
+    # group up itself (a training loop its caller runs) cannot see whether the caller did:
+    # silent there, as for a bare .cuda().
+    bare_ok = has_set_device or not index.all_init_calls
     hits: list[Hit] = []
     for call in sorted(index.calls, key=position):
         text = _device_literal(index, call)
-        if text is None or (text == "cuda" and has_set_device):
+        if text is None or (text == "cuda" and bare_ok):
             continue
-        if _single_process_branch(index, call):
+        if single_process_branch(index, call):
             continue
         what = (
             "a hard-coded cuda:0" if text == "cuda:0" else 'torch.device("cuda") with no set_device'

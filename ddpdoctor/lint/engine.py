@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import gc
+import os
 import re
 from collections.abc import Callable, Iterable
 
@@ -19,7 +20,7 @@ from ddpdoctor.lint import (
 )
 from ddpdoctor.lint.files import collect_files, read_bytes
 from ddpdoctor.lint.finding import Hit, LintFinding
-from ddpdoctor.lint.index import ModuleIndex
+from ddpdoctor.lint.index import ModuleIndex, dotted
 from ddpdoctor.lint.project import Project, find_root
 
 Check = Callable[[ModuleIndex], list[Hit]]
@@ -81,6 +82,12 @@ def lint_source(
     With a project, calls into the project's other modules are followed (read, never run);
     `tree` is the source already parsed."""
     notes: list[LintFinding] = []
+    # Parsed without error as someone's import, and nothing for the checks here: done.
+    seen = project is not None and os.path.abspath(path) in project.parsed
+    if tree is None and seen and not _needs_tree(source):
+        return []
+    if tree is None and seen:
+        tree = project.take_tree(path)
     try:
         tree = tree or ast.parse(source, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
@@ -103,11 +110,16 @@ def lint_source(
         source = repaired
     if project is not None:
         project.remember(tree, path, source)
+    index = None
     if not any(m in source for m in MARKERS):
-        return notes
-    index = ModuleIndex(tree)
-    if project is not None:
-        index.path, index.project = path, project
+        # A script whose only contact with DDP is a set-up helper of its project with a name
+        # of its own (`dist.init()` from torch_utils/distributed.py): read it as a DDP script.
+        if project is None or not _main_guard(tree):
+            return notes
+        index = _indexed(tree, path, project)
+        if not index.all_init_calls:
+            return notes
+    index = index or _indexed(tree, path, project)
     findings: set[LintFinding] = set()
     for check in CHECKS:
         try:
@@ -120,6 +132,26 @@ def lint_source(
             findings.add(LintFinding(path, line, col, hit.code, hit.message))
     lines = source.splitlines()
     return sorted([*notes, *(f for f in findings if not _suppressed(f, lines))])
+
+
+def _needs_tree(source: str) -> bool:
+    """Whether the checks may have something to say about this file (else a parse that
+    succeeded elsewhere is all the engine needs)."""
+    return "__main__" in source or any(m in source for m in MARKERS)
+
+
+def _main_guard(tree: ast.Module) -> bool:
+    return any(
+        isinstance(n, ast.If) and "__name__" in (dotted(getattr(n.test, "left", n.test)) or "")
+        for n in tree.body
+    )
+
+
+def _indexed(tree: ast.Module, path: str, project: Project | None) -> ModuleIndex:
+    index = ModuleIndex(tree)
+    if project is not None:
+        index.path, index.project = path, project
+    return index
 
 
 ASYNC_KWARG = re.compile(r"(?<![\w.])async(\s*=)(?!=)")

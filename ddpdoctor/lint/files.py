@@ -54,7 +54,7 @@ class Collected:
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _skip_dir(name: str) -> bool:
+def skip_dir(name: str) -> bool:
     return name in SKIP_DIRS or name.endswith(".egg-info")
 
 
@@ -80,7 +80,7 @@ def collect(paths: Iterable[str]) -> Collected:
     for path in paths:
         if os.path.isdir(path):
             for root, dirs, names in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if not _skip_dir(d))
+                dirs[:] = sorted(d for d in dirs if not skip_dir(d))
                 for name in names:
                     if name.endswith(".py"):
                         _add(out, os.path.join(root, name))

@@ -107,6 +107,45 @@ def _nondistributed(test: ast.AST) -> bool:
     return False
 
 
+def _flag_name(expr: ast.AST) -> str:
+    """`args.distributed` -> distributed, `opt["dist"]` -> dist, `is_initialized()` too."""
+    if isinstance(expr, ast.Call):
+        expr = expr.func
+    if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant):
+        return str(expr.slice.value).lower()
+    return last_name(expr).lower() if isinstance(expr, (ast.Name, ast.Attribute)) else ""
+
+
+def distributed_test(test: ast.AST) -> bool:
+    """`if args.distributed:`, `if opt["dist"]:`, `if dist.is_initialized():`,
+    `if world_size > 1:`, `if local_rank != -1:`: true only when several processes run."""
+    name = _flag_name(test)
+    if name and (name in ("dist", "distributed") or any(w in name for w in NONDIST_WORDS)):
+        return True
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if "world_size" in last_name(left).lower() and _int(right) == 1:
+            return isinstance(op, (ast.Gt, ast.NotEq))
+        if _rankish(left) and _int(right) == -1:
+            return isinstance(op, (ast.NotEq, ast.Gt))
+    return False
+
+
+def single_process_branch(index: ModuleIndex, node: ast.AST) -> bool:
+    """Inside `if not args.distributed:` / `if world_size == 1:`, or in the else of a
+    distributed test (`if opt["dist"]: ... else:`): code for one process."""
+    child = node
+    for anc in index.ancestors(node):
+        if isinstance(anc, ast.If) and child is not anc.test:
+            in_body = child in anc.body
+            if in_body and _nondistributed(anc.test):
+                return True
+            if not in_body and distributed_test(anc.test):
+                return True
+        child = anc
+    return False
+
+
 def implies_rank0(test: ast.AST, negated: bool = False) -> bool:
     """Whether `test` (or `not test` when negated) being true means we are on rank 0."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):

@@ -15,6 +15,33 @@ COMP_TYPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)
 
 
+# Fields that never hold a node worth visiting: names and flags, and the ctx/op nodes (one
+# shared `Load()` object serves a whole tree, so a parent link for it means nothing). Skipping
+# them makes the one walk about a third shorter.
+_LEAF_FIELDS = frozenset(
+    {"ctx", "op", "ops", "id", "attr", "arg", "name", "asname", "module", "level", "kind"}
+    | {"type_comment", "conversion", "is_async", "simple"}
+)
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def child_fields(node_type: type) -> tuple[str, ...]:
+    """The fields of this node type that may hold child nodes (a constant's value does not)."""
+    fields = _CHILD_FIELDS.get(node_type)
+    if fields is None:
+        leaf = node_type in (ast.Constant, ast.MatchSingleton)
+        fields = tuple(
+            f for f in node_type._fields if f not in _LEAF_FIELDS and not (leaf and f == "value")
+        )
+        _CHILD_FIELDS[node_type] = fields
+    return fields
+
+
+for _cls in vars(ast).values():
+    if isinstance(_cls, type) and issubclass(_cls, ast.AST):
+        child_fields(_cls)
+
+
 class _Unknown:
     """An origin we cannot see (a parameter, a loop variable, an import): checks stay silent."""
 
@@ -59,6 +86,22 @@ def kwarg(call: ast.Call, name: str) -> ast.expr | None:
     return None
 
 
+# Calls that start a function as a new process; spawn_target() finds the function.
+SPAWN_CALLS = ("spawn", "start_processes", "Process")
+
+
+def spawn_target(call: ast.Call) -> ast.expr | None:
+    """The function a spawn call starts: `mp.spawn(fn, ...)`, `spawn(fn=...)`,
+    `start_processes(fn, ...)`, `Process(target=fn)` (its first positional is a group, not the
+    target), with a `functools.partial(fn, ...)` unwrapped. None when it is none of these."""
+    fn = kwarg(call, "target") or kwarg(call, "fn")
+    if fn is None and call.args and last_name(call.func) != "Process":
+        fn = call.args[0]
+    if isinstance(fn, ast.Call) and last_name(fn.func) == "partial" and fn.args:
+        fn = fn.args[0]
+    return fn if isinstance(fn, ast.Name | ast.Attribute) else None
+
+
 def has_star_args(call: ast.Call) -> bool:
     """`f(*args)` / `f(**kwargs)`: any argument may be hiding in there."""
     return any(kw.arg is None for kw in call.keywords) or any(
@@ -76,6 +119,9 @@ class ModuleIndex:
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
         self.parents: dict[int, ast.AST] = {}
+        # id(call or function) -> its scope, and id(call) -> its callee's name: asked often.
+        self.scopes: dict[int, ast.AST] = {}
+        self.names: dict[int, str] = {}
         self.calls: list[ast.Call] = []
         self.calls_by_name: dict[str, list[ast.Call]] = defaultdict(list)
         self.functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = defaultdict(list)
@@ -103,27 +149,34 @@ class ModuleIndex:
         # file's tree is freed as soon as its index is, without waiting for the cycle collector.
         parents = self.parents
         stack: list[tuple[ast.AST, ast.AST]] = [(self.tree, self.tree)]
-        calls, functions, bindings = self.calls, self.functions, self.bindings
+        calls, functions, bindings, scopes = self.calls, self.functions, self.bindings, self.scopes
         node_type, list_type = ast.AST, list
+        name_type, const_type, load_type = ast.Name, ast.Constant, ast.Load
+        name_loads, strings = self.name_loads, self.strings
         while stack:
             node, scope = stack.pop()
             t = type(node)
             inner = node if t in FUNC_TYPES else scope
-            for field in node._fields:
+            for field in _CHILD_FIELDS.get(t) or child_fields(t):
                 value = getattr(node, field, None)
-                if isinstance(value, list_type):
-                    for child in value:
-                        if isinstance(child, node_type):
-                            parents[id(child)] = node
-                            stack.append((child, inner))
-                elif isinstance(value, node_type):
-                    parents[id(value)] = node
-                    stack.append((value, inner))
+                for child in value if isinstance(value, list_type) else (value,):
+                    ct = type(child)
+                    # Names and constants, two nodes in five, are leaves: read them here
+                    # instead of a trip through the stack.
+                    if ct is name_type:
+                        parents[id(child)] = node
+                        if type(child.ctx) is load_type:
+                            name_loads.add(child.id)
+                    elif ct is const_type:
+                        parents[id(child)] = node
+                        if type(child.value) is str and len(child.value) < 64:
+                            strings.append(child.value)
+                    elif isinstance(child, node_type):
+                        parents[id(child)] = node
+                        stack.append((child, inner))
             if t is ast.Call:
                 calls.append(node)
-            elif t is ast.Name:
-                if type(node.ctx) is ast.Load:
-                    self.name_loads.add(node.id)
+                scopes[id(node)] = scope
             elif t is ast.Attribute:
                 self.attr_names.add(node.attr)
             elif t is ast.Assign:
@@ -134,6 +187,7 @@ class ModuleIndex:
                     self._bind(node.target, node.value, scope)
             elif t in FUNC_TYPES:
                 functions[node.name].append(node)
+                scopes[id(node)] = scope
                 args = node.args
                 for a in (*args.posonlyargs, *args.args, *args.kwonlyargs):
                     bindings[a.arg].append((node, UNKNOWN))
@@ -162,9 +216,6 @@ class ModuleIndex:
                 for a in node.names:
                     self.aliases[a.asname or a.name] = f"{node.module or ''}.{a.name}"
                     self.from_imports[a.asname or a.name] = (node.module or "", node.level, a.name)
-            elif t is ast.Constant:
-                if type(node.value) is str and len(node.value) < 64:
-                    self.strings.append(node.value)
             elif t is ast.If:
                 test = node.test
                 if (
@@ -173,8 +224,11 @@ class ModuleIndex:
                     and test.left.id == "__name__"
                 ):
                     self.has_main_guard = True
+        names = self.names
         for call in calls:
-            self.calls_by_name[self.callee_name(call)].append(call)
+            name = self.callee_name(call)
+            names[id(call)] = name
+            self.calls_by_name[name].append(call)
 
     def _bind(self, target: ast.AST, value: ast.expr | None, scope: ast.AST) -> None:
         if isinstance(target, (ast.Tuple, ast.List)):
@@ -220,6 +274,9 @@ class ModuleIndex:
 
     def callee_name(self, call: ast.Call) -> str:
         """The callee's last name after resolving import aliases (`DDP` → the class name)."""
+        known = self.names.get(id(call))
+        if known is not None:
+            return known
         func = call.func
         if isinstance(func, ast.Name):
             full = self.aliases.get(func.id)
@@ -286,7 +343,11 @@ class ModuleIndex:
         return self.parents.get(id(node))
 
     def scope_of(self, node: ast.AST) -> ast.AST:
-        """The function (or the module) whose body holds this node."""
+        """The function (or the module) whose body holds this node (known from the walk for
+        calls and functions, the nodes most asked about)."""
+        known = self.scopes.get(id(node))
+        if known is not None:
+            return known
         p = self.parents.get(id(node))
         while p is not None and not isinstance(p, SCOPE_TYPES):
             p = self.parents.get(id(p))
@@ -386,16 +447,34 @@ class ModuleIndex:
 
     @cached_property
     def spawn_targets(self) -> set[ast.AST]:
-        """Functions started as new processes (mp.spawn(fn), Process(target=fn)): they begin
-        without the parent's process group."""
+        """Functions of this file started as new processes (mp.spawn(fn), Process(target=fn),
+        start_processes, through functools.partial too): they begin without the parent's
+        process group, and end with their own."""
         targets: set[ast.AST] = set()
-        for call in self.calls_named("spawn", "start_processes", "Process"):
-            fn = kwarg(call, "target") or kwarg(call, "fn")
-            if fn is None and call.args and self.callee_name(call) != "Process":
-                fn = call.args[0]
+        for call in self.calls_named(*SPAWN_CALLS):
+            fn = spawn_target(call)
             if isinstance(fn, ast.Name):
-                targets.update(self.functions.get(fn.id, ()))
+                targets.update(
+                    f for f in self.functions.get(fn.id, ()) if not self.enclosing_class(f)
+                )
+            elif isinstance(fn, ast.Attribute) and dotted(fn.value) in ("self", "cls"):
+                cls = self.enclosing_class(self.scope_of(call))
+                if cls is not None:
+                    targets.update(self._methods_of(cls, fn.attr))
         return targets
+
+    def reachable(self, func: ast.AST) -> set[ast.AST]:
+        """The functions of this file that running func may run (itself included): what a
+        process started at func executes, as far as this file shows."""
+        seen = {func}
+        stack = [func]
+        while stack:
+            for call in self.calls_by_scope.get(id(stack.pop()), ()):
+                for callee in self.resolve_call(call):
+                    if callee not in seen:
+                        seen.add(callee)
+                        stack.append(callee)
+        return seen
 
     @cached_property
     def entry_points(self) -> set[ast.AST]:

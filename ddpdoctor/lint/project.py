@@ -9,10 +9,18 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from dataclasses import dataclass, field
 
-from ddpdoctor.lint.files import read_bytes, unreadable_reason
-from ddpdoctor.lint.index import FUNC_TYPES, ModuleIndex, dotted
+from ddpdoctor.lint.files import read_bytes, skip_dir, unreadable_reason
+from ddpdoctor.lint.index import (
+    FUNC_TYPES,
+    SPAWN_CALLS,
+    ModuleIndex,
+    child_fields,
+    dotted,
+    spawn_target,
+)
 
 # What a call does, by the callee's last name.
 DIRECT = {
@@ -22,6 +30,13 @@ DIRECT = {
 }
 PRINT_TARGETS = ("builtins.print", "__builtin__.print", "__builtins__.print", "sys.stdout")
 MAX_DEPTH = 6
+# A module read here that holds one of these is one the engine builds an index for: its tree
+# is kept for it (a few helper modules per project) instead of being parsed twice.
+TREE_WORDS = (b"init_process_group", b"DistributedDataParallel", b"DistributedSampler", b"DDP")
+# What a module that starts processes must say; a file without any is never parsed for it.
+SPAWN_WORDS = tuple(f"{w}(".encode() for w in SPAWN_CALLS)
+# Looking for who spawns a function stops after this many files: a monorepo is not a project.
+MAX_SCAN_FILES = 20_000
 ROOT_MARKERS = ("pyproject.toml", ".git", "setup.py", "setup.cfg")
 
 # A reference to a callee as written: ("name", local) or ("attr", receiver, attribute).
@@ -46,6 +61,9 @@ class ModuleFacts:
     functions: dict[str, FuncFacts]
     from_imports: dict[str, tuple[str, int, str]]
     module_imports: dict[str, str]
+    # False: only the imports were kept (no effect words); its functions are read on demand
+    # when a call reaches one and the module imports a module that has effect words.
+    complete: bool = True
 
 
 def callee_ref(call: ast.Call) -> Ref | None:
@@ -85,7 +103,7 @@ def _imports(tree: ast.Module) -> tuple[dict[str, tuple[str, int, str]], dict[st
 def facts_of(tree: ast.Module, path: str, with_functions: bool = True) -> ModuleFacts:
     """A module's import tables and, when it has effect words, its top-level functions' facts."""
     froms, modules = _imports(tree)
-    mod = ModuleFacts(path, {}, froms, modules)
+    mod = ModuleFacts(path, {}, froms, modules, complete=with_functions)
     if with_functions:
         defs = [n for n in tree.body if isinstance(n, FUNC_TYPES)]
         names = {d.name for d in defs}
@@ -95,21 +113,24 @@ def facts_of(tree: ast.Module, path: str, with_functions: bool = True) -> Module
 
 
 def _nodes(root: ast.AST) -> list[ast.AST]:
-    """Every node under root: a plain stack over `_fields`, several times faster than ast.walk
-    (no generator per node)."""
+    """Every node under root but names and constants (leaves no caller asks for): a plain
+    stack over the child fields, several times faster than ast.walk."""
     out: list[ast.AST] = []
     stack = [root]
-    node_type = ast.AST
+    node_type, leaves = ast.AST, (ast.Name, ast.Constant)
     while stack:
         node = stack.pop()
         out.append(node)
-        for name in node._fields:
+        for name in child_fields(type(node)):
             value = getattr(node, name, None)
-            if isinstance(value, list):
-                stack.extend(v for v in value if isinstance(v, node_type))
-            elif isinstance(value, node_type):
-                stack.append(value)
+            for v in value if isinstance(value, list) else (value,):
+                if isinstance(v, node_type) and type(v) not in leaves:
+                    stack.append(v)
     return out
+
+
+def _last(func: ast.AST) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
 def _function_facts(func: ast.AST, names: set[str], mod: ModuleFacts) -> FuncFacts:
@@ -149,6 +170,23 @@ def find_root(paths: list[str]) -> str:
         here = up
 
 
+WORD = re.compile(rb"\w+")
+
+
+def _imported_words(data: bytes) -> set[bytes]:
+    """Every identifier on the lines that import (`from core import comm` -> core, comm): a
+    search for the literal word, several times faster than a pattern anchored at line starts."""
+    lines = []
+    at = data.find(b"import")
+    while at >= 0:
+        start = data.rfind(b"\n", 0, at) + 1
+        end = data.find(b"\n", at)
+        end = len(data) if end < 0 else end
+        lines.append(data[start:end])
+        at = data.find(b"import", end)
+    return set(WORD.findall(b" ".join(lines)))
+
+
 def _has_effect_words(data: bytes) -> bool:
     return any(w.encode() in data for w in EFFECT_WORDS)
 
@@ -161,6 +199,14 @@ class Project:
         self._facts: dict[str, ModuleFacts | None] = {}
         self._modules: dict[tuple[str, str, int], str | None] = {}
         self._effects: dict[tuple[str, str], frozenset[str]] = {}
+        self._spawners: list[tuple[str, bytes]] | None = None
+        self._links: set[bytes] | None = None  # names of modules with effect words
+        # name -> the words on the import lines of each other module of that name
+        self._stems: dict[bytes, list[set[bytes]]] = {}
+        self._judged: dict[bytes, bool] = {}
+        self._spawned: dict[str, set[tuple[str, str]]] = {}
+        self.parsed: set[str] = set()  # files parsed here without error: no need to again
+        self.trees: dict[str, ast.Module] = {}  # of those, the ones the checks will read
 
     # -- files --------------------------------------------------------------------------------
     def _inside(self, path: str) -> bool:
@@ -207,20 +253,138 @@ class Project:
             return None
         try:
             data = read_bytes(path)
-            if not _has_effect_words(data) and not path.endswith("__init__.py"):
+            if not (
+                _has_effect_words(data) or path.endswith("__init__.py") or self._links_to(data)
+            ):
                 return ModuleFacts(path, {}, {}, {})  # no effect words: nothing to follow
             tree = ast.parse(data, filename=path)
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
             return None
+        self.parsed.add(path)
+        if b"__main__" in data or any(w in data for w in TREE_WORDS):
+            self.trees[path] = tree  # the engine will want it: hand it over, parse once
         return facts_of(tree, path)
+
+    def take_tree(self, path: str) -> ast.Module | None:
+        """The tree of a module read here that the engine now lints (given once)."""
+        return self.trees.pop(os.path.abspath(path), None)
 
     def remember(self, tree: ast.Module, path: str, source: str) -> None:
         """Keep the facts of a file the engine parsed anyway, so an import of it costs nothing.
-        A file without effect words keeps only its imports (they may re-export one)."""
+        A file without effect words keeps only its imports (they may re-export one); its
+        functions are read again only if a call reaches one (see _complete)."""
         key = os.path.abspath(path)
         if key not in self._facts:
             words = any(w in source for w in EFFECT_WORDS)
             self._facts[key] = facts_of(tree, key, with_functions=words)
+
+    def _complete(self, mod: ModuleFacts) -> ModuleFacts:
+        """A module kept without its functions, read in full when it imports a module of the
+        project that has effect words: `setup()` in config.py calling `distributed.enable()`
+        is one link of a chain (script -> config -> distributed) that ends in an init."""
+        full = ModuleFacts(mod.path, {}, mod.from_imports, mod.module_imports)
+        try:
+            data = read_bytes(mod.path)
+            if self._links_to(data):
+                full = facts_of(ast.parse(data, filename=mod.path), mod.path)
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            pass
+        self._facts[mod.path] = full
+        return full
+
+    def _links_to(self, data: bytes) -> bool:
+        """Whether a module's import lines name a module of the project that has effect words,
+        or that imports one (and so on: a chain of modules ending in an init)."""
+        if self._links is None:
+            self._scan()
+        words = _imported_words(data)
+        return bool(words & self._links) or any(
+            self._stem_links(w, 1) for w in words & self._stems.keys()
+        )
+
+    def _stem_links(self, stem: bytes, depth: int) -> bool:
+        """Whether a module of this name (any of the project's) is a link of such a chain, from
+        the import lines the scan kept; each name is judged once."""
+        if stem in self._judged:
+            return self._judged[stem]
+        self._judged[stem] = False  # cycle guard
+        if depth <= MAX_DEPTH:
+            for words in self._stems.get(stem, ()):
+                if words & (self._links or set()) or any(
+                    self._stem_links(w, depth + 1) for w in words & self._stems.keys()
+                ):
+                    self._judged[stem] = True
+                    break
+        return self._judged[stem]
+
+    def _scan(self) -> None:
+        """One walk over the project's files, on demand: which may start processes (kept with
+        their bytes: few and small), the names of the modules that set a group up or tear it
+        down (a package's `__init__.py` by its folder's name), and what the modules without
+        effect words import."""
+        self._spawners, self._links = [], set()
+        seen = 0
+        for folder, dirs, names in os.walk(self.root):
+            dirs[:] = sorted(d for d in dirs if not skip_dir(d))
+            for name in sorted(n for n in names if n.endswith(".py")):
+                seen += 1
+                if seen > MAX_SCAN_FILES:
+                    break
+                file = os.path.join(folder, name)
+                try:
+                    if unreadable_reason(file) is not None:
+                        continue
+                    data = read_bytes(file)
+                except OSError:
+                    continue
+                if any(w in data for w in SPAWN_WORDS):
+                    self._spawners.append((file, data))
+                stem = (os.path.basename(folder) if name == "__init__.py" else name[:-3]).encode()
+                if b"init_process_group" in data or b"destroy_process_group" in data:
+                    self._links.add(stem)  # what chains lead to (set_device alone: too common)
+                elif not _has_effect_words(data):
+                    self._stems.setdefault(stem, []).append(_imported_words(data))
+
+    # -- processes ----------------------------------------------------------------------------
+    def spawned_elsewhere(self, path: str, names: set[str]) -> set[str]:
+        """Which of these top-level functions of `path` another module of the project starts as
+        a process (`mp.spawn(workers.run, ...)`): each is a process's entry point, though no
+        line of its own file says so. Read only on demand (a helper module that sets a group up
+        and never tears it down): only files holding a spawn call and one of the names are
+        parsed, each once."""
+        here = os.path.abspath(path)
+        found: set[str] = set()
+        for other, data in self._spawn_files():
+            if other == here or not any(n.encode() in data for n in names):
+                continue
+            found |= {name for target, name in self._spawn_sites(other) if target == here}
+        return found & names
+
+    def _spawn_files(self) -> list[tuple[str, bytes]]:
+        """The project's files that may start a process, with their bytes."""
+        if self._spawners is None:
+            self._scan()
+        return self._spawners or []
+
+    def _spawn_sites(self, path: str) -> set[tuple[str, str]]:
+        """(file, function) pairs that the spawn calls of `path` start, resolved through its
+        imports."""
+        if path not in self._spawned:
+            self._spawned[path] = set()
+            try:
+                tree = ast.parse(read_bytes(path), filename=path)
+            except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+                return self._spawned[path]
+            mod = facts_of(tree, path, with_functions=False)
+            for node in _nodes(tree):
+                if not isinstance(node, ast.Call) or _last(node.func) not in SPAWN_CALLS:
+                    continue
+                fn = spawn_target(node)
+                ref = callee_ref(ast.Call(func=fn, args=[], keywords=[])) if fn else None
+                target = self.resolve(mod, ref) if ref else None
+                if target is not None:
+                    self._spawned[path].add((target[0].path, target[1]))
+        return self._spawned[path]
 
     # -- functions ----------------------------------------------------------------------------
     def resolve(self, mod: ModuleFacts, ref: Ref, depth: int = 0) -> tuple[ModuleFacts, str] | None:
@@ -229,6 +393,8 @@ class Project:
             return None
         if ref[0] == "name":
             local = ref[1]
+            if local not in mod.functions and local not in mod.from_imports and not mod.complete:
+                mod = self._complete(mod)
             if local in mod.functions:
                 return mod, local
             spec = mod.from_imports.get(local)
@@ -288,12 +454,19 @@ def external_effects(index: ModuleIndex, call: ast.Call) -> frozenset[str] | Non
         head = ref[1].split(".", 1)[0]
         if head not in index.module_imports and head not in index.from_imports:
             return None
-    # This file's own import tables, from its index: the project's facts of it may be the
-    # empty ones of a file without effect words, read earlier as someone's import.
-    here = os.path.abspath(index.path)
-    mod = ModuleFacts(here, {}, index.from_imports, index.module_imports)
-    found = project.resolve(mod, ref)
-    return None if found is None else project.effects(found[0], found[1])
+    # The same callee is called many times in a file (`dist.get_rank()`): resolve it once.
+    cache: dict[Ref, frozenset[str] | None] = index.__dict__.setdefault("_external", {})
+    if ref not in cache:
+        # This file's own import tables, from its index: the project's facts of it may be the
+        # empty ones of a file without effect words, read earlier as someone's import.
+        mod = index.__dict__.get("_as_module")
+        if mod is None:
+            here = os.path.abspath(index.path)
+            mod = ModuleFacts(here, {}, index.from_imports, index.module_imports)
+            index.__dict__["_as_module"] = mod
+        found = project.resolve(mod, ref)
+        cache[ref] = None if found is None else project.effects(found[0], found[1])
+    return cache[ref]
 
 
 def local_effects(index: ModuleIndex, func: ast.AST) -> frozenset[str]:

@@ -9,6 +9,7 @@ import ast
 import re
 
 from ddpdoctor.lint.finding import Hit
+from ddpdoctor.lint.guards import single_process_branch
 from ddpdoctor.lint.index import (
     FUNC_TYPES,
     UNKNOWN,
@@ -126,6 +127,8 @@ def check_missing_sampler(index: ModuleIndex) -> list[Hit]:
         dataset = kwarg(call, "dataset") or (call.args[0] if call.args else None)
         if _shards_itself(index, dataset) or not _is_training_loader(index, call):
             continue
+        if single_process_branch(index, call):
+            continue  # `if opt["dist"]: ... else: DataLoader(ds, shuffle=True)`: one process
         hits.append(
             Hit(
                 call,

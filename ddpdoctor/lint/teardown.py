@@ -1,46 +1,144 @@
-"""DDL007 (a note): a script that sets the process group up (itself or through a helper of its
-project) but never destroys it, here or in a helper of its project."""
+"""DDL007 (a note): a process that sets the process group up (itself or through a helper of its
+project) but never destroys it, here or in a helper of its project.
+
+A process starts in one of two places. A script: its `if __name__ == "__main__":` block or its
+top level, judged as a whole file. A spawned worker (`mp.spawn(fn)`, `Process(target=fn)`,
+`start_processes`): the worker's own program, what fn runs, is judged alone, since a destroy in
+the launching process cannot tear down a group that only the worker has. The worker may be
+started from another module of the project (detectron2-style `launch()` helpers)."""
 
 from __future__ import annotations
 
+import ast
+
 from ddpdoctor.lint.finding import Hit
-from ddpdoctor.lint.index import ModuleIndex, dotted
-from ddpdoctor.lint.project import external_effects, program_effects
+from ddpdoctor.lint.guards import implies_rank0
+from ddpdoctor.lint.index import FUNC_TYPES, ModuleIndex, dotted, last_name, position
+from ddpdoctor.lint.project import Project, external_effects, program_effects
 
 TEARDOWN_WORDS = ("destroy", "cleanup", "clean_up", "teardown", "shutdown", "finalize")
+DESTROY = "destroy_process_group"
 
 
 def check(index: ModuleIndex) -> list[Hit]:
     inits = index.all_init_calls
     if not inits:
         return []
-    at_top_level = any(index.scope_of(c) is index.tree for c in inits)
-    if not (index.has_main_guard or at_top_level):
-        return []  # a helper module: its caller decides when training ends
-    # Called, or handed over (`atexit.register(dist.destroy_process_group)`).
-    if {"destroy_process_group"} & (
-        index.calls_by_name.keys() | index.attr_names | index.name_loads
-    ):
-        return []
+    hits: list[Hit] = []
+    judged: set[int] = set()
+    for worker in sorted(_workers(index, inits), key=position):
+        reach = index.reachable(worker)
+        own = [c for c in inits if index.scope_of(c) in reach]
+        judged.update(id(c) for c in own)
+        if own and not _destroys(index, reach):
+            name = getattr(worker, "name", "the worker")
+            hits.append(_hit(index, own[0], f"before the spawned worker {name}() returns"))
+    rest = [c for c in inits if id(c) not in judged]
+    if rest and _script_misses_destroy(index, rest):
+        split = [c for c in index.calls_by_name.get(DESTROY, ()) if _one_side_of_rank0(index, c)]
+        where = (
+            f"on every rank (the call on line {split[0].lineno} runs on one side of a rank-0 "
+            "test only)"
+            if split
+            else "at the end of training"
+        )
+        hits.append(_hit(index, rest[0], where))
+    return hits
+
+
+def _one_side_of_rank0(index: ModuleIndex, call: ast.AST) -> bool:
+    """`if rank == 0: ... else: dist.destroy_process_group()` (or the reverse): a teardown that
+    rank 0, or every rank but 0, never reaches."""
+    child = call
+    for anc in index.ancestors(call):
+        if isinstance(anc, ast.If) and child is not anc.test:
+            in_body = child in anc.body
+            if implies_rank0(anc.test, negated=not in_body) or implies_rank0(
+                anc.test, negated=in_body
+            ):
+                return True
+        child = anc
+    return False
+
+
+def _workers(index: ModuleIndex, inits: list[ast.Call]) -> set[ast.AST]:
+    """This file's functions that start a process: spawned here, or, in a module that is no
+    script, by another module of the project (asked only when an init would go unjudged)."""
+    workers = set(index.spawn_targets)
+    project: Project | None = index.project
+    if project is None or index.path is None or _is_script(index, inits):
+        return workers
+    covered = set().union(*(index.reachable(w) for w in workers)) if workers else set()
+    loose = [c for c in inits if index.scope_of(c) not in covered]
+    if not loose:
+        return workers
+    top = {
+        f.name: f
+        for f in index.tree.body
+        if isinstance(f, FUNC_TYPES) and any(index.scope_of(c) in index.reachable(f) for c in loose)
+    }
+    if top:
+        workers |= {top[n] for n in project.spawned_elsewhere(index.path, set(top))}
+    return workers
+
+
+def _is_script(index: ModuleIndex, inits: list[ast.Call]) -> bool:
+    return index.has_main_guard or any(index.scope_of(c) is index.tree for c in inits)
+
+
+def _destroys(index: ModuleIndex, reach: set[ast.AST]) -> bool:
+    """Whether the functions a worker runs tear the group down: destroy_process_group called
+    or handed over (`atexit.register(dist.destroy_process_group)`), a helper of the project
+    that does (read there), or a teardown-named helper we cannot read (trusted by its name)."""
+    for func in reach:
+        for call in index.calls_by_scope.get(id(func), ()):
+            name = index.callee_name(call)
+            if name == DESTROY or any(last_name(a) == DESTROY for a in call.args):
+                return True
+            if index.resolve_call(call):
+                continue  # a local function: in reach, judged by its own calls
+            effects = external_effects(index, call)
+            if effects is not None:
+                if "destroy" in effects:
+                    return True
+            elif any(w in name.lower() for w in TEARDOWN_WORDS):
+                return True
+    return False
+
+
+def _script_misses_destroy(index: ModuleIndex, inits: list[ast.Call]) -> bool:
+    """A script (main guard or top-level init) that sets the group up and never tears it down
+    anywhere in the file or its project's helpers."""
+    if not _is_script(index, inits):
+        return False  # a helper module: its caller decides when training ends
+    # Called on every rank, or handed over (`atexit.register(dist.destroy_process_group)`).
+    calls = index.calls_by_name.get(DESTROY, ())
+    if any(not _one_side_of_rank0(index, c) for c in calls):
+        return False
+    if not calls and DESTROY in (index.attr_names | index.name_loads):
+        return False
     if "destroy" in program_effects(index):
-        return []  # a helper of the project destroys it (read there)
+        return False  # a helper of the project destroys it (read there)
     # A cleanup()/teardown() helper we cannot read: trust its name. A local one is read, and
     # so is one of the project's other modules.
-    for name, calls in index.calls_by_name.items():
+    for name, named in index.calls_by_name.items():
+        if name == DESTROY:
+            continue  # judged above
         if any(w in name.lower() for w in TEARDOWN_WORDS) and not all(
-            index.resolve_call(c) or external_effects(index, c) is not None for c in calls
+            index.resolve_call(c) or external_effects(index, c) is not None for c in named
         ):
-            return []
-    first = inits[0]
+            return False
+    return True
+
+
+def _hit(index: ModuleIndex, first: ast.Call, where: str) -> Hit:
     how = (
         ""
         if index.callee_name(first) == "init_process_group"
         else (f" (set up through {dotted(first.func) or 'a helper'}())")
     )
-    return [
-        Hit(
-            first,
-            "DDL007",
-            f"init_process_group without destroy_process_group at the end of training{how}",
-        )
-    ]
+    return Hit(
+        first,
+        "DDL007",
+        f"init_process_group without destroy_process_group {where}{how}",
+    )

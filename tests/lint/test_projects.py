@@ -110,3 +110,38 @@ def test_order_of_files_does_not_matter(tmp_path: Path) -> None:
     together = [(Path(f.path).name, f.code) for f in lint_paths([str(tmp_path)])]
     alone = [(Path(f.path).name, f.code) for f in lint_paths([str(tmp_path / "b_eval.py")])]
     assert together == alone == [("b_eval.py", "DDL007")]
+
+
+def test_a_worker_spawned_from_another_module_is_judged_alone() -> None:
+    """workers.py linted by itself: launch.py, elsewhere in the project, spawns run_worker, so
+    run_worker is a process of its own and its missing teardown is reported in workers.py."""
+    folder = PROJECTS / "spawn_elsewhere"
+    found = lint_paths([str(folder / "workers.py")], root=str(folder))
+    assert [(f.line, f.code) for f in found] == [(10, "DDL007")]
+    assert "spawned worker run_worker()" in found[0].message
+
+
+def test_without_its_launcher_a_worker_module_is_a_helper(tmp_path: Path) -> None:
+    """The same module in a project where nothing spawns it: a library that sets a group up,
+    whose caller decides when training ends (silent, the precision-first fallback)."""
+    source = (PROJECTS / "spawn_elsewhere" / "workers.py").read_text()
+    (tmp_path / "workers.py").write_text(source)
+    (tmp_path / "launch.py").write_text("import workers\n\nworkers.run_worker(0, 1)\n")
+    assert lint_paths([str(tmp_path / "workers.py")], root=str(tmp_path)) == []
+
+
+def test_a_chain_through_a_module_without_effect_words_is_followed() -> None:
+    """tools/train.py alone: setup() lives in core/config.py, which never names the group but
+    calls core/comm.py, which sets it up. Read two modules deep, as when the whole project is
+    linted (where config.py is linted, and kept without its functions, before train.py)."""
+    folder = PROJECTS / "chained_setup"
+    found = lint_paths([str(folder / "tools" / "train.py")], root=str(folder))
+    assert [(f.line, f.code) for f in found] == [(13, "DDL007")]
+    assert "set up through setup()" in found[0].message
+
+
+def test_a_teardown_on_one_side_of_a_rank_test_is_named() -> None:
+    found = lint_paths([str(PROJECTS / "chained_setup")], root=str(PROJECTS / "chained_setup"))
+    split = [f for f in found if f.path.endswith("evaluate.py")]
+    assert [f.line for f in split] == [9]
+    assert "line 14 runs on one side of a rank-0 test only" in split[0].message
