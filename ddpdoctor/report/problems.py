@@ -402,7 +402,7 @@ RANK_HUNG = Problem(
     _F,
     "A rank stopped responding",
     "A stuck rank blocks every collective; the others wait until their timeout.",
-    "Attach py-spy dump --pid PID on that host, or look for a stopped/blocked process.",
+    "See where it is (its stack: -v; a stopped rank needs pystack), and what blocks it there.",
 )
 RANK_MISSING = Problem(
     "DDP903",

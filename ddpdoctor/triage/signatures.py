@@ -961,7 +961,7 @@ SIGNATURES: tuple[Signature, ...] = (
         ("monitoredbarrier",),
         "monitored_barrier names the ranks that did not arrive: they are stuck (a hang, a "
         "deadlock, a long checkpoint on one rank) or already dead.",
-        "Look at the named ranks' logs and stacks (py-spy dump --pid); make sure every rank "
+        "Look at the named ranks' logs and stacks (pystack remote PID); make sure every rank "
         "runs the same collectives." + _FLIGHT,
         f"{_CHECK_PG}; {_CHECK_AR}",
         tier=SYMPTOM,
