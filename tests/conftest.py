@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# pytest-xdist's workers export COLUMNS=80 (and LINES): every ddpdoctor a test starts would then
+# render for an 80-column terminal instead of its 120-column default for pipes and logs.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 
 LONGEST_FIRST = ("tests/trace/test_trace_fixtures.py",)  # ~28 real launches in one module
 
