@@ -15,7 +15,7 @@ from cluster import Cluster, Node, job_view, require_netns, require_uts, wait_al
 
 from ddpdoctor.report import schema
 
-pytestmark = [pytest.mark.slow, pytest.mark.serial]  # timing-sensitive verdicts
+pytestmark = pytest.mark.slow
 
 
 def free_port(lo: int = 0, hi: int = 0) -> int:
@@ -137,6 +137,7 @@ def test_slurm_variables_as_srun_sets_them(tmp_path: Path) -> None:
     assert full["checks"][0]["ranks"]["1"]["vars"]["SLURM_NODEID"] == "1"
 
 
+@pytest.mark.serial  # its verdict hangs on timing: one at a time
 def test_pairs_names_the_slow_node(tmp_path: Path) -> None:
     require_netns()
     with Cluster(3) as c:
@@ -184,6 +185,7 @@ def test_pairs_names_the_slow_node(tmp_path: Path) -> None:
     assert full["status"] == "fail"
 
 
+@pytest.mark.serial  # its verdict hangs on timing: one at a time
 def test_check_names_the_node_that_is_cut_off(tmp_path: Path) -> None:
     require_netns()
     timeout = 8
