@@ -4,17 +4,26 @@ another program) does not block the next run. Real processes, no fakes."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from ddpdoctor.runfiles import RunFolder
 
 
 def _sleeper(tag: str) -> subprocess.Popen:
-    """A live process whose command line says `tag` (a stand-in rank owner)."""
-    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", tag])
+    """A live process whose command line says `tag` (a stand-in rank owner), once it does."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", tag])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            if tag.encode() in Path(f"/proc/{proc.pid}/cmdline").read_bytes():
+                break
+        time.sleep(0.01)
+    return proc
 
 
 def test_first_claim_owns_the_rank(tmp_path: Path) -> None:
