@@ -25,8 +25,20 @@ def _str(expr: ast.AST | None) -> str | None:
     return expr.value if isinstance(expr, ast.Constant) and type(expr.value) is str else None
 
 
+def _saves_cpu_tensors(index: ModuleIndex) -> bool:
+    """A `torch.save` in a function that moves tensors to the CPU first (`state_dict[k] =
+    v.cpu()`): this module writes CPU checkpoints, so its own loads bring nothing onto a GPU."""
+    cpu_scopes = {id(index.scope_of(c)) for c in index.calls_named("cpu")}
+    return any(
+        index.qualname(c.func) == "torch.save" and id(index.scope_of(c)) in cpu_scopes
+        for c in index.calls_named("save")
+    )
+
+
 def _load_without_map_location(index: ModuleIndex) -> list[Hit]:
     hits: list[Hit] = []
+    if _saves_cpu_tensors(index):
+        return hits
     for call in index.calls_named("load"):
         if index.qualname(call.func) != "torch.load" or len(call.args) > 1:
             continue

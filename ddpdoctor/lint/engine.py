@@ -84,7 +84,7 @@ def lint_source(
     notes: list[LintFinding] = []
     # Parsed without error as someone's import, and nothing for the checks here: done.
     seen = project is not None and os.path.abspath(path) in project.parsed
-    if tree is None and seen and not _needs_tree(source):
+    if tree is None and seen and not _needs_tree(source, project):
         return []
     if tree is None and seen:
         tree = project.take_tree(path)
@@ -114,7 +114,9 @@ def lint_source(
     if not any(m in source for m in MARKERS):
         # A script whose only contact with DDP is a set-up helper of its project with a name
         # of its own (`dist.init()` from torch_utils/distributed.py): read it as a DDP script.
-        if project is None or not _main_guard(tree):
+        # So is a set-up module that makes the group through such a chain (`setup()` in
+        # config.py calling `distributed.enable()`): what it does after that runs on every rank.
+        if project is None or not (_main_guard(tree) or project.links_to(source)):
             return notes
         index = _indexed(tree, path, project)
         if not index.all_init_calls:
@@ -134,10 +136,10 @@ def lint_source(
     return sorted([*notes, *(f for f in findings if not _suppressed(f, lines))])
 
 
-def _needs_tree(source: str) -> bool:
+def _needs_tree(source: str, project: Project) -> bool:
     """Whether the checks may have something to say about this file (else a parse that
     succeeded elsewhere is all the engine needs)."""
-    return "__main__" in source or any(m in source for m in MARKERS)
+    return "__main__" in source or any(m in source for m in MARKERS) or project.links_to(source)
 
 
 def _main_guard(tree: ast.Module) -> bool:

@@ -31,8 +31,11 @@ def _rankish(expr: ast.AST) -> bool:
     `args.rank % ngpus_per_node`)."""
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mod):
         return _rankish(expr.left)
-    if isinstance(expr, ast.Call):
-        return last_name(expr.func) in RANK_FUNCS
+    if isinstance(expr, ast.Call):  # get_rank(), or a helper of the project's: rank()
+        name = last_name(expr.func)
+        return name in RANK_FUNCS or name.lower() in ("rank", "global_rank", "local_rank")
+    if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant):
+        return "rank" in str(expr.slice.value).lower()  # a config dict: `opt["rank"]`
     name = last_name(expr).lower() if isinstance(expr, (ast.Name, ast.Attribute)) else ""
     return "rank" in name or name in ("gpu", "gpu_id", "device_id", "local_gpu")
 

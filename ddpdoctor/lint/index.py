@@ -451,7 +451,14 @@ class ModuleIndex:
         start_processes, through functools.partial too): they begin without the parent's
         process group, and end with their own."""
         targets: set[ast.AST] = set()
-        for call in self.calls_named(*SPAWN_CALLS):
+        # `runner = torch.multiprocessing.start_processes; runner(fn, ...)`: a local alias.
+        aliases = [
+            key
+            for key, entries in self.bindings.items()
+            if "." not in key
+            and any(isinstance(v, ast.Attribute) and v.attr in SPAWN_CALLS for _, v in entries)
+        ]
+        for call in self.calls_named(*SPAWN_CALLS, *aliases):
             fn = spawn_target(call)
             if isinstance(fn, ast.Name):
                 targets.update(

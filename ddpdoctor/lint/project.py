@@ -81,6 +81,41 @@ def callee_ref(call: ast.Call) -> Ref | None:
 # is a package's __init__ (re-exports). This keeps a large project cheap to follow.
 EFFECT_WORDS = ("init_process_group", "destroy_process_group", "set_device")
 EFFECT_WORDS += ("builtins.print", "builtin__.print", "sys.stdout")
+# The words of a module that acts on the group or on output: what a chain of set-up modules
+# leads to (see _scan). The words below add facts about data and logging, not chain links.
+GROUP_WORDS = EFFECT_WORDS
+# A helper that builds a shuffling DistributedSampler (`get_loader(args)`, ViT-style data
+# modules), or that calls set_epoch for its caller (`train_one_epoch(loader, epoch)`).
+EFFECT_WORDS += ("DistributedSampler", "set_epoch")
+# Logging set up by the rank (`basicConfig(level=INFO if rank in [-1, 0] else WARN)`) in a
+# helper: the program's log calls are then rank-0-only (`set_logging(rank)`, yolov5/yolov7).
+EFFECT_WORDS += ("basicConfig", "setLevel")
+LOG_SETUP = ("basicConfig", "setLevel")
+
+
+# The single-process samplers a helper picks when not distributed (`RandomSampler(ds) if
+# local_rank == -1 else DistributedSampler(ds)`).
+PLAIN_SAMPLERS = ("RandomSampler", "SequentialSampler", "SubsetRandomSampler")
+PLAIN_SAMPLERS += ("WeightedRandomSampler", "BatchSampler", "DistributedSampler")
+
+
+def _shuffling_train_sampler(call: ast.Call, func: ast.AST) -> bool:
+    """A DistributedSampler that shuffles (not `shuffle=False`), in a function not named for
+    evaluation (`get_val_loader`): a training loader's sampler, whose caller owes set_epoch."""
+    if any(k.arg == "shuffle" and getattr(k.value, "value", None) is False for k in call.keywords):
+        return False
+    name = getattr(func, "name", "").lower()
+    return not any(w in name for w in ("val", "test", "eval"))
+
+
+def _passes_rank(call: ast.Call) -> bool:
+    """A rank-like name among a call's arguments (`level=INFO if rank in [-1, 0] else WARN`)."""
+    for arg in [*call.args, *(k.value for k in call.keywords)]:
+        for node in ast.walk(arg):
+            name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", "")
+            if "rank" in name.lower():
+                return True
+    return False
 
 
 def _imports(tree: ast.Module) -> tuple[dict[str, tuple[str, int, str]], dict[str, str]]:
@@ -136,6 +171,7 @@ def _last(func: ast.AST) -> str:
 def _function_facts(func: ast.AST, names: set[str], mod: ModuleFacts) -> FuncFacts:
     """One walk of a function's body: its direct effects, local callees, imported callees."""
     facts = FuncFacts()
+    other_samplers = False
     imported = mod.from_imports.keys() | mod.module_imports.keys()
     for node in _nodes(func):
         if isinstance(node, ast.Call):
@@ -144,12 +180,24 @@ def _function_facts(func: ast.AST, names: set[str], mod: ModuleFacts) -> FuncFac
             effect = DIRECT.get(last)
             if effect:
                 facts.direct.add(effect)
+            elif last in LOG_SETUP and _passes_rank(node):
+                facts.direct.add("rank_logging")
+            elif last == "set_epoch":
+                facts.direct.add("set_epoch")
+            elif last == "DistributedSampler" and _shuffling_train_sampler(node, func):
+                facts.direct.add("dist_sampler")
+            elif last.endswith("Sampler") and last not in PLAIN_SAMPLERS:
+                other_samplers = True
             elif isinstance(callee, ast.Name) and callee.id in names:
                 facts.local.add(callee.id)
             elif (ref := callee_ref(node)) is not None and ref[1].split(".", 1)[0] in imported:
                 facts.external.append(ref)
         elif isinstance(node, ast.Assign) and any(dotted(t) in PRINT_TARGETS for t in node.targets):
             facts.direct.add("silence_print")
+    if other_samplers:
+        # One sampler among others chosen by a parameter (infinite, sharded, per epoch): which
+        # one the caller gets, and whether it needs set_epoch, cannot be told from here.
+        facts.direct.discard("dist_sampler")
     return facts
 
 
@@ -292,6 +340,11 @@ class Project:
         self._facts[mod.path] = full
         return full
 
+    def links_to(self, source: str) -> bool:
+        """Whether this text imports a module of the project that sets a group up (or one that
+        leads to such a module)."""
+        return "import" in source and self._links_to(source.encode())
+
     def _links_to(self, data: bytes) -> bool:
         """Whether a module's import lines name a module of the project that has effect words,
         or that imports one (and so on: a chain of modules ending in an init)."""
@@ -342,7 +395,7 @@ class Project:
                 stem = (os.path.basename(folder) if name == "__init__.py" else name[:-3]).encode()
                 if b"init_process_group" in data or b"destroy_process_group" in data:
                     self._links.add(stem)  # what chains lead to (set_device alone: too common)
-                elif not _has_effect_words(data):
+                elif not any(w.encode() in data for w in GROUP_WORDS):
                     self._stems.setdefault(stem, []).append(_imported_words(data))
 
     # -- processes ----------------------------------------------------------------------------

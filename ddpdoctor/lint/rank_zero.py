@@ -8,8 +8,8 @@ from __future__ import annotations
 import ast
 
 from ddpdoctor.lint.finding import Hit
-from ddpdoctor.lint.guards import every_rank_call
-from ddpdoctor.lint.index import ModuleIndex, dotted, kwarg, last_name
+from ddpdoctor.lint.guards import every_rank_call, guarded_locally
+from ddpdoctor.lint.index import ModuleIndex, dotted, kwarg, last_name, position
 from ddpdoctor.lint.project import program_effects
 
 LOG_LEVELS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception"})
@@ -111,7 +111,7 @@ def _rank_aware_logging(index: ModuleIndex) -> bool:
                 implies_rank0(anc.test) or implies_rank0(anc.test, negated=True)
             ):
                 return True
-    return "devnull" in index.attr_names
+    return "devnull" in index.attr_names or "rank_logging" in program_effects(index)
 
 
 def _plain_logger_here(index: ModuleIndex, recv: ast.expr) -> bool:
@@ -156,11 +156,110 @@ def _where(site: ast.Call | None) -> str:
     return f" (through {dotted(site.func) or 'a call'}() on line {site.lineno}, not guarded)"
 
 
+def _saves(index: ModuleIndex, call: ast.Call) -> bool:
+    """A call of the project's own saving method or helper (`model.save(step)`,
+    `save_checkpoint(...)`); torch.save and the file writes are judged by _write."""
+    name = index.callee_name(call)
+    return "save" in name.lower() and _write(index, call) is None and name not in IMAGE_WRITERS
+
+
+def _unguarded_twins(index: ModuleIndex) -> list[Hit]:
+    """A save the script itself guards with a rank-0 test in one place, and calls unguarded in
+    another (`model.save(step)` under `rank == 0` at one checkpoint, bare at the last): the
+    author's own guard says it must run once, so the bare call is the mistake."""
+    by_text: dict[str, list[ast.Call]] = {}
+    for call in index.calls:
+        text = dotted(call.func)
+        if text is not None and _saves(index, call) and not index.resolve_call(call):
+            by_text.setdefault(text, []).append(call)
+    hits: list[Hit] = []
+    for text, calls in by_text.items():
+        guarded = [c for c in calls if guarded_locally(index, c)]
+        if not guarded:
+            continue
+        for call in calls:
+            if call in guarded or every_rank_call(index, call) is False:
+                continue
+            hits.append(
+                Hit(
+                    call,
+                    "DDL006",
+                    f"{text}() runs on every rank here, but line {guarded[0].lineno} runs it on "
+                    "rank 0 only: N ranks save at once",
+                )
+            )
+    return hits
+
+
+def _init_points(index: ModuleIndex) -> list[ast.Call]:
+    """Calls after which the group is up: the set-up calls, and the calls of this file's
+    functions that (through them) make one (`default_setup(args)` in `setup()`)."""
+    points = list(index.all_init_calls)
+    holders = {index.scope_of(c) for c in points}
+    for _ in range(3):
+        more = [c for c in index.calls if c not in points and holders & set(index.resolve_call(c))]
+        if not more:
+            break
+        points += more
+        holders |= {index.scope_of(c) for c in more}
+    return points
+
+
+def _writes_after_init(index: ModuleIndex) -> list[Hit]:
+    """In a set-up module that trains nothing itself (`setup()` in config.py: make the group,
+    then write config.yaml), a write that follows the set-up call in the same function, or in
+    a function of this file called after it, runs on every rank unless guarded."""
+    hits: list[Hit] = []
+    for point in _init_points(index):
+        scope = index.scope_of(point)
+        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for call in index.calls_by_scope.get(id(scope), ()):
+            if position(call) <= position(point) or guarded_locally(index, call):
+                continue
+            # A function that guards some of its own work by rank is trusted with the rest.
+            targets = [(call, None)] + [
+                (inner, call)
+                for fn in index.resolve_call(call)
+                if not _tests_rank(index, fn)
+                for inner in index.calls_by_scope.get(id(fn), ())
+            ]
+            for write, via in targets:
+                what = _write(index, write)
+                if what is None or (via is not None and guarded_locally(index, write)):
+                    continue
+                hits.append(
+                    Hit(
+                        write,
+                        "DDL006",
+                        f"{what} runs on every rank: N ranks write the same file (after the "
+                        f"process group is set up on line {point.lineno}{_where_via(via)})",
+                    )
+                )
+    return hits
+
+
+def _tests_rank(index: ModuleIndex, func: ast.AST) -> bool:
+    """Whether a function holds a rank-0 test of its own (`if is_main_process():`)."""
+    from ddpdoctor.lint.guards import implies_rank0
+
+    return any(
+        isinstance(node, ast.If)
+        and (implies_rank0(node.test) or implies_rank0(node.test, negated=True))
+        for node in ast.walk(func)
+    )
+
+
+def _where_via(via: ast.Call | None) -> str:
+    return f", through {dotted(via.func) or 'a call'}() on line {via.lineno}" if via else ""
+
+
 def check(index: ModuleIndex) -> list[Hit]:
     if not index.is_ddp_script or index.uses_framework:
         return []
     if not (index.calls_by_name.get("backward") or index.wrapper_calls):
-        return []  # sets up a group but trains nothing here: not a training script
+        # Sets up a group but trains nothing here: only what follows the set-up is judged.
+        return _writes_after_init(index) + _unguarded_twins(index)
     hits: list[Hit] = []
     for call in index.calls_named(*WRITE_CALLS):
         what = _write(index, call)
@@ -172,6 +271,7 @@ def check(index: ModuleIndex) -> list[Hit]:
                 else "N ranks write the same file"
             )
             hits.append(Hit(call, "DDL006", f"{what} runs on every rank: {effect}{_where(site)}"))
+    hits += _unguarded_twins(index)
     loops = _training_loops(index)
     if not loops:
         return hits

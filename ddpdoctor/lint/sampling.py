@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import re
 
+from ddpdoctor.lint.files import read_bytes
 from ddpdoctor.lint.finding import Hit
 from ddpdoctor.lint.guards import single_process_branch
 from ddpdoctor.lint.index import (
@@ -248,8 +249,45 @@ def _names(expr: ast.AST) -> list[ast.Name]:
     return [n for n in ast.walk(expr) if isinstance(n, ast.Name)]
 
 
+def _helper_samplers(index: ModuleIndex) -> list[Hit]:
+    """DDL003 across files: the training loader comes from a helper of the project that builds
+    a shuffling DistributedSampler (`train_loader, _ = get_loader(args)`), and neither this file
+    nor any project function it calls ever calls set_epoch. Reported where the loader is got."""
+    from ddpdoctor.lint.project import callee_ref, external_effects, program_effects
+
+    project = index.project
+    if project is None or "set_epoch" in index.calls_by_name or "set_epoch" in index.attr_names:
+        return []
+    effects = program_effects(index)
+    if "dist_sampler" not in effects or "set_epoch" in effects or not _trains_here(index):
+        return []
+    for call in index.calls:
+        if index.resolve_call(call) or "dist_sampler" not in (external_effects(index, call) or ()):
+            continue
+        mod = index.__dict__.get("_as_module")
+        ref = callee_ref(call)
+        found = project.resolve(mod, ref) if mod is not None and ref is not None else None
+        try:
+            if found is None or b"set_epoch" in read_bytes(found[0].path):
+                continue  # a loader class of the helper's may set the epoch itself
+        except OSError:
+            continue
+        name = dotted(call.func) or "a helper"
+        return [
+            Hit(
+                call,
+                "DDL003",
+                f"the loader from {name}() has a shuffling DistributedSampler, but set_epoch(epoch) "
+                "is never called: every epoch uses the same order",
+            )
+        ]
+    return []
+
+
 def check_set_epoch(index: ModuleIndex) -> list[Hit]:
     """DDL003. Only samplers a DataLoader reads: one built to test or inspect is no bug."""
+    if not index.calls_by_name.get("DistributedSampler"):
+        return _helper_samplers(index)
     samplers = [c for c in index.calls_named("DistributedSampler") if _shuffles(c)]
     if samplers:
         fed = _fed_to_loaders(index)
