@@ -21,7 +21,7 @@ from ddpdoctor.lint import (
 from ddpdoctor.lint.files import collect_files, read_bytes
 from ddpdoctor.lint.finding import Hit, LintFinding
 from ddpdoctor.lint.index import ModuleIndex, dotted
-from ddpdoctor.lint.project import Project, find_root
+from ddpdoctor.lint.project import MARKERS, WRITE_WORDS, Project, find_root
 
 Check = Callable[[ModuleIndex], list[Hit]]
 
@@ -36,12 +36,6 @@ CHECKS: list[Check] = [
     teardown.check,
 ]
 
-# A file without any of these words has nothing for the checks to find: parse it (to report
-# syntax errors) and stop there. This keeps linting a large tree close to the cost of parsing it.
-MARKERS = ("init_process_group", "DistributedDataParallel", "DistributedSampler", "GradScaler")
-MARKERS += ("DDP", "scaler", "FullyShardedDataParallel")
-# A script whose set-up is all in a helper module (`dist_util.setup_dist()`).
-MARKERS += ("init_dist", "setup_dist", "dist_init", "ddp_setup", "setup_ddp", "init_ddp")
 
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
 
@@ -116,7 +110,7 @@ def lint_source(
         # of its own (`dist.init()` from torch_utils/distributed.py): read it as a DDP script.
         # So is a set-up module that makes the group through such a chain (`setup()` in
         # config.py calling `distributed.enable()`): what it does after that runs on every rank.
-        if project is None or not (_main_guard(tree) or project.links_to(source)):
+        if project is None or not (_main_guard(tree) or _writing_link(source, project)):
             return notes
         index = _indexed(tree, path, project)
         if not index.all_init_calls:
@@ -139,7 +133,17 @@ def lint_source(
 def _needs_tree(source: str, project: Project) -> bool:
     """Whether the checks may have something to say about this file (else a parse that
     succeeded elsewhere is all the engine needs)."""
-    return "__main__" in source or any(m in source for m in MARKERS) or project.links_to(source)
+    return (
+        "__main__" in source
+        or any(m in source for m in MARKERS)
+        or _writing_link(source, project)
+    )
+
+
+
+def _writing_link(source: str, project: Project) -> bool:
+    """A module that writes something and imports a set-up module of the project."""
+    return any(w in source for w in WRITE_WORDS) and project.links_to(source)
 
 
 def _main_guard(tree: ast.Module) -> bool:
@@ -195,6 +199,8 @@ def lint_files(files: Iterable[str], root: str | None = None) -> list[LintFindin
     """Lint these files as parts of one project under root (default: found from the files)."""
     files = list(files)
     project = Project(root or find_root(files)) if files else None
+    if project is not None:
+        project.pending = {os.path.abspath(f) for f in files}
     findings: list[LintFinding] = []
     # Trees and indexes hold no reference cycles (parents live in an id() map), so the cycle
     # collector has nothing to find here; paused, it stops re-scanning every live tree.

@@ -30,9 +30,18 @@ DIRECT = {
 }
 PRINT_TARGETS = ("builtins.print", "__builtin__.print", "__builtins__.print", "sys.stdout")
 MAX_DEPTH = 6
-# A module read here that holds one of these is one the engine builds an index for: its tree
-# is kept for it (a few helper modules per project) instead of being parsed twice.
-TREE_WORDS = (b"init_process_group", b"DistributedDataParallel", b"DistributedSampler", b"DDP")
+# A file without any of these words has nothing for the checks to find: the engine parses it
+# (to report syntax errors) and stops there, unless it has a `__main__` block or imports a
+# set-up module of the project. A module read here that the engine will check is handed over
+# with its tree instead of being parsed twice.
+MARKERS = ("init_process_group", "DistributedDataParallel", "DistributedSampler", "GradScaler")
+MARKERS += ("DDP", "scaler", "FullyShardedDataParallel")
+# A script whose set-up is all in a helper module (`dist_util.setup_dist()`).
+MARKERS += ("init_dist", "setup_dist", "dist_init", "ddp_setup", "setup_ddp", "init_ddp")
+TREE_WORDS = (b"__main__", *(m.encode() for m in MARKERS))
+# What a set-up module must say to be worth checking for writes after its set-up (DDL006).
+WRITE_WORDS = ("open(", "save", "SummaryWriter", "wandb", "FileHandler", "imwrite", "savefig")
+WRITE_BYTES = tuple(w.encode() for w in WRITE_WORDS)
 # What a module that starts processes must say; a file without any is never parsed for it.
 SPAWN_WORDS = tuple(f"{w}(".encode() for w in SPAWN_CALLS)
 # Looking for who spawns a function stops after this many files: a monorepo is not a project.
@@ -255,6 +264,7 @@ class Project:
         self._spawned: dict[str, set[tuple[str, str]]] = {}
         self.parsed: set[str] = set()  # files parsed here without error: no need to again
         self.trees: dict[str, ast.Module] = {}  # of those, the ones the checks will read
+        self.pending: set[str] = set()  # files the engine is still to lint (absolute paths)
 
     # -- files --------------------------------------------------------------------------------
     def _inside(self, path: str) -> bool:
@@ -309,7 +319,10 @@ class Project:
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
             return None
         self.parsed.add(path)
-        if b"__main__" in data or any(w in data for w in TREE_WORDS):
+        if path in self.pending and (
+            any(w in data for w in TREE_WORDS)
+            or (any(w in data for w in WRITE_BYTES) and self._links_to(data))
+        ):
             self.trees[path] = tree  # the engine will want it: hand it over, parse once
         return facts_of(tree, path)
 
@@ -322,8 +335,10 @@ class Project:
         A file without effect words keeps only its imports (they may re-export one); its
         functions are read again only if a call reaches one (see _complete)."""
         key = os.path.abspath(path)
+        self.pending.discard(key)
         if key not in self._facts:
-            words = any(w in source for w in EFFECT_WORDS)
+            # A link of a set-up chain is read in full now, from this tree, not parsed again.
+            words = any(w in source for w in EFFECT_WORDS) or self.links_to(source)
             self._facts[key] = facts_of(tree, key, with_functions=words)
 
     def _complete(self, mod: ModuleFacts) -> ModuleFacts:
