@@ -41,6 +41,9 @@ CONTAMINATED = {
     ("fresh2", "DDL004"),
     ("fresh2", "DDL006"),
     ("fresh2", "DDL007"),
+    ("fresh3", "DDL004"),
+    ("fresh3", "DDL006"),
+    ("fresh3", "DDL007"),
 }
 
 

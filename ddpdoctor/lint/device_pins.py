@@ -99,8 +99,8 @@ def _loads_state(index: ModuleIndex, call: ast.Call) -> bool:
     parent = index.parent(call)
     while isinstance(parent, ast.Subscript):
         parent = index.parent(parent)
-    if isinstance(parent, ast.Call) and index.callee_name(parent) == "load_state_dict":
-        return True
+    if isinstance(parent, ast.Call) and "state_dict" in index.callee_name(parent).lower():
+        return True  # load_state_dict, or a helper of that name (load_matched_state_dict)
     names: set[str] = set()
     if isinstance(parent, ast.Assign):
         names = {d for t in parent.targets if (d := dotted(t))}
@@ -139,11 +139,18 @@ def _several_devices(index: ModuleIndex) -> list[Hit]:
     return hits
 
 
+def _gpu_side(expr: ast.AST) -> ast.AST:
+    """`"cuda:0" if torch.cuda.is_available() else "cpu"`: the GPU side of the choice."""
+    if isinstance(expr, ast.IfExp) and _str(expr.orelse) == "cpu":
+        return expr.body
+    return expr
+
+
 def _device_literal(index: ModuleIndex, call: ast.Call) -> str | None:
     """'cuda:0' / 'cuda' when this call pins a device by a literal, else None."""
     name = index.callee_name(call)
     if name == "device" and index.qualname(call.func) == "torch.device":
-        text = _str(call.args[0]) if call.args else None
+        text = _str(_gpu_side(call.args[0])) if call.args else None
         if text == "cuda" and len(call.args) > 1:
             return None  # torch.device("cuda", local_rank)
         return text if text in ("cuda", "cuda:0") else None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 
 from ddpdoctor.lint.finding import Hit
+from ddpdoctor.lint.guards import rank0_only
 from ddpdoctor.lint.index import (
     DDP_NAMES,
     UNKNOWN,
@@ -77,6 +78,9 @@ def _env_kind(name: object) -> str:
     return "unknown"
 
 
+GLOBAL_RANK_CALLS = frozenset({"get_rank", "get_global_rank", "get_world_rank"})
+
+
 def rank_kind(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> set[str]:
     """Whether a value is the local rank, the global rank, or unknown, by where it comes from."""
     if expr is None or depth > 6:
@@ -90,39 +94,61 @@ def rank_kind(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> set[s
         if qual in ("os.environ.get", "os.getenv") and expr.args:
             first = expr.args[0]
             return {_env_kind(first.value if isinstance(first, ast.Constant) else None)}
-        if name == "get_rank" and index.is_torch_distributed(expr):
-            return {"global"}
         if name in ("get_local_rank", "get_node_local_rank"):
             return {"local"}
         if name in ("int", "str", "device") and expr.args:
             return rank_kind(index, expr.args[-1], depth + 1)
+        local = index.resolve_call(expr)
+        if local:  # `def get_rank(): ... return dist.get_rank()` in this file: what it returns
+            kinds: set[str] = set()
+            for ret in index.returns:
+                if ret.value is not None and index.scope_of(ret) in local:
+                    kinds |= rank_kind(index, ret.value, depth + 1)
+            return kinds or {"unknown"}
+        if name in GLOBAL_RANK_CALLS:
+            return {"global"}  # torch.distributed's, or a project's helper of that name
         return {"unknown"}
+    if isinstance(expr, ast.Constant):
+        return set()  # a fallback (`return 0` when not distributed) says nothing
     if isinstance(expr, ast.JoinedStr):
         parts = [v.value for v in expr.values if isinstance(v, ast.FormattedValue)]
         return set().union(*(rank_kind(index, p, depth + 1) for p in parts)) or {"unknown"}
     if isinstance(expr, ast.BinOp):
         return {"local"} if isinstance(expr.op, ast.Mod) else {"unknown"}
     if isinstance(expr, (ast.Name, ast.Attribute)):
-        if "local_rank" in last_name(expr).lower():
-            return {"local"}
         values = index.values_of(dotted(expr) or "", expr)
         kinds: set[str] = set()
         for v in values:
             kinds |= {"unknown"} if v is UNKNOWN else rank_kind(index, v, depth + 1)
+        if kinds == {"global"}:
+            return kinds  # `local_rank = dist.get_rank()`: the name does not make it local
+        if "local_rank" in last_name(expr).lower():
+            return {"local"}
         return kinds or {"unknown"}
     return {"unknown"}
 
 
-def _single(expr: ast.AST | None) -> ast.AST | None:
+def _single(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> ast.AST | None:
+    """The one device of `device_ids=[x]`, also through a name (`device_ids=args.device_ids`
+    after `args.device_ids = [dist.get_rank()]`); None when it is not one known element."""
     if isinstance(expr, (ast.List, ast.Tuple)) and len(expr.elts) == 1:
         return expr.elts[0]
+    if isinstance(expr, (ast.Name, ast.Attribute)) and depth < 3:
+        values = [
+            v
+            for v in index.values_of(dotted(expr) or "", expr)
+            if not (isinstance(v, ast.Constant) and v.value is None)
+        ]
+        found = [_single(index, v, depth + 1) if v is not UNKNOWN else None for v in values]
+        if len(found) == 1 and found[0] is not None:
+            return found[0]
     return None
 
 
 def _global_rank_as_device(index: ModuleIndex) -> list[Hit]:
     hits: list[Hit] = []
     for call in index.calls_named(*DDP_NAMES):
-        device = _single(kwarg(call, "device_ids"))
+        device = _single(index, kwarg(call, "device_ids"))
         if device is not None and rank_kind(index, device) == {"global"}:
             hits.append(
                 Hit(
@@ -158,6 +184,8 @@ def _bare_cuda_without_set_device(index: ModuleIndex) -> list[Hit]:
     if any(index.qualname(c.func) == "torch.cuda.device" for c in index.calls_named("device")):
         return []
     for call in index.calls_named("cuda"):
+        if rank0_only(index, call):
+            continue  # rank 0's own work (validation, sampling): GPU 0 is its GPU
         if isinstance(call.func, ast.Attribute) and not call.args and not kwarg(call, "device"):
             return [
                 Hit(

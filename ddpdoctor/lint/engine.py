@@ -134,11 +134,8 @@ def _needs_tree(source: str, project: Project) -> bool:
     """Whether the checks may have something to say about this file (else a parse that
     succeeded elsewhere is all the engine needs)."""
     return (
-        "__main__" in source
-        or any(m in source for m in MARKERS)
-        or _writing_link(source, project)
+        "__main__" in source or any(m in source for m in MARKERS) or _writing_link(source, project)
     )
-
 
 
 def _writing_link(source: str, project: Project) -> bool:

@@ -138,6 +138,7 @@ def single_process_branch(index: ModuleIndex, node: ast.AST) -> bool:
     """Inside `if not args.distributed:` / `if world_size == 1:`, or in the else of a
     distributed test (`if opt["dist"]: ... else:`): code for one process."""
     child = node
+    refused = _refused_when_distributed(index)
     for anc in index.ancestors(node):
         if isinstance(anc, ast.If) and child is not anc.test:
             in_body = child in anc.body
@@ -145,8 +146,50 @@ def single_process_branch(index: ModuleIndex, node: ast.AST) -> bool:
                 return True
             if not in_body and distributed_test(anc.test):
                 return True
+            flag = _negated_flag(anc.test)
+            if (in_body and dotted(anc.test) in refused) or (not in_body and flag in refused):
+                return True
+        if _after_single_process_assert(anc, child):
+            return True
         child = anc
     return False
+
+
+def _after_single_process_assert(container: ast.AST, child: ast.AST) -> bool:
+    """`assert opt.local_rank == -1, 'DDP mode not implemented for --evolve'` earlier in the
+    same block: what follows runs in one process."""
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(container, name, None)
+        if isinstance(block, list) and child in block:
+            return any(
+                isinstance(stmt, ast.Assert) and _nondistributed(stmt.test)
+                for stmt in block[: block.index(child)]
+            )
+    return False
+
+
+def _negated_flag(test: ast.AST) -> str | None:
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return dotted(test.operand)
+    return None
+
+
+def _refused_when_distributed(index: ModuleIndex) -> set[str]:
+    """Flags a distributed branch asserts are off (`if LOCAL_RANK != -1: assert not
+    opt.evolve`): a branch taken only when such a flag is on runs in one process."""
+    cached = index.__dict__.get("_refused")
+    if cached is None:
+        cached = set()
+        for node in index.asserts:
+            flag = _negated_flag(node.test)
+            if flag is None:
+                continue
+            if any(
+                isinstance(a, ast.If) and distributed_test(a.test) for a in index.ancestors(node)
+            ):
+                cached.add(flag)
+        index.__dict__["_refused"] = cached
+    return cached
 
 
 def implies_rank0(test: ast.AST, negated: bool = False) -> bool:
@@ -200,7 +243,8 @@ def guarded_locally(index: ModuleIndex, node: ast.AST) -> bool:
         child = anc
     scope = index.scope_of(node)
     body = getattr(scope, "body", [])
-    return _after_early_exit_in(body, child)
+    # A single-process branch (`if not args.distributed:`) runs once, like rank 0's.
+    return _after_early_exit_in(body, child) or single_process_branch(index, node)
 
 
 def _rank0_flag(index: ModuleIndex, test: ast.AST) -> bool:
@@ -280,3 +324,17 @@ def _every_rank(index: ModuleIndex, node: ast.AST, seen: set[ast.AST]) -> ast.Ca
         if _every_rank(index, site, seen) is not False:
             return site
     return False
+
+
+def rank0_only(index: ModuleIndex, node: ast.AST, depth: int = 0) -> bool:
+    """Run on rank 0 only: under a rank-0 guard here, or in a function whose every call in this
+    file is (`valid(...)` called under `if rank == 0:`). A function never called here is not."""
+    if guarded_locally(index, node):
+        return True
+    scope = index.scope_of(node)
+    if scope is index.tree or depth > 4:
+        return False
+    if rank0_function(scope):
+        return True
+    sites = index.call_sites.get(scope, [])
+    return bool(sites) and all(rank0_only(index, site, depth + 1) for site in sites)

@@ -128,6 +128,7 @@ class ModuleIndex:
         self.classes: dict[str, ast.ClassDef] = {}
         self.bindings: dict[str, list[tuple[ast.AST, Origin | ast.expr]]] = defaultdict(list)
         self.returns: list[ast.Return] = []
+        self.asserts: list[ast.Assert] = []
         self.loops: list[ast.AST] = []
         self.aliases: dict[str, str] = {}
         # For following the project's own imports: local name -> (module, level, name) for
@@ -216,6 +217,8 @@ class ModuleIndex:
                 for a in node.names:
                     self.aliases[a.asname or a.name] = f"{node.module or ''}.{a.name}"
                     self.from_imports[a.asname or a.name] = (node.module or "", node.level, a.name)
+            elif t is ast.Assert:
+                self.asserts.append(node)
             elif t is ast.If:
                 test = node.test
                 if (

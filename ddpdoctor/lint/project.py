@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from ddpdoctor.lint.files import read_bytes, skip_dir, unreadable_reason
+from ddpdoctor.lint.guards import implies_rank0, rank0_function
 from ddpdoctor.lint.index import (
     FUNC_TYPES,
     SPAWN_CALLS,
@@ -96,6 +97,8 @@ GROUP_WORDS = EFFECT_WORDS
 # A helper that builds a shuffling DistributedSampler (`get_loader(args)`, ViT-style data
 # modules), or that calls set_epoch for its caller (`train_one_epoch(loader, epoch)`).
 EFFECT_WORDS += ("DistributedSampler", "set_epoch")
+# A helper that writes a file (`save_model(args, model)`): on every rank unless it tests the rank.
+EFFECT_WORDS += ("torch.save",)
 # Logging set up by the rank (`basicConfig(level=INFO if rank in [-1, 0] else WARN)`) in a
 # helper: the program's log calls are then rank-0-only (`set_logging(rank)`, yolov5/yolov7).
 EFFECT_WORDS += ("basicConfig", "setLevel")
@@ -106,6 +109,20 @@ LOG_SETUP = ("basicConfig", "setLevel")
 # local_rank == -1 else DistributedSampler(ds)`).
 PLAIN_SAMPLERS = ("RandomSampler", "SequentialSampler", "SubsetRandomSampler")
 PLAIN_SAMPLERS += ("WeightedRandomSampler", "BatchSampler", "DistributedSampler")
+
+
+def _writes_file(call: ast.Call) -> bool:
+    """`torch.save(...)` to a path or `open(path, "w"/"a")`: a helper that writes a file."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        if func.attr != "save" or dotted(func.value) != "torch" or len(call.args) < 2:
+            return False
+        target = (dotted(call.args[1]) or "").lower()
+        return not any(w in target for w in ("buf", "mem", "bytes", "stream"))  # in memory
+    if isinstance(func, ast.Name) and func.id == "open" and len(call.args) > 1:
+        mode = call.args[1]
+        return isinstance(mode, ast.Constant) and any(c in str(mode.value) for c in "wax")
+    return False
 
 
 def _shuffling_train_sampler(call: ast.Call, func: ast.AST) -> bool:
@@ -193,6 +210,8 @@ def _function_facts(func: ast.AST, names: set[str], mod: ModuleFacts) -> FuncFac
                 facts.direct.add("rank_logging")
             elif last == "set_epoch":
                 facts.direct.add("set_epoch")
+            elif _writes_file(node):
+                facts.direct.add("writes")
             elif last == "DistributedSampler" and _shuffling_train_sampler(node, func):
                 facts.direct.add("dist_sampler")
             elif last.endswith("Sampler") and last not in PLAIN_SAMPLERS:
@@ -203,6 +222,12 @@ def _function_facts(func: ast.AST, names: set[str], mod: ModuleFacts) -> FuncFac
                 facts.external.append(ref)
         elif isinstance(node, ast.Assign) and any(dotted(t) in PRINT_TARGETS for t in node.targets):
             facts.direct.add("silence_print")
+        elif isinstance(node, ast.If) and (
+            implies_rank0(node.test) or implies_rank0(node.test, True)
+        ):
+            facts.direct.add("rank_aware")
+    if rank0_function(func):
+        facts.direct.add("rank_aware")  # save_on_master, @rank_zero_only
     if other_samplers:
         # One sampler among others chosen by a parameter (infinite, sharded, per epoch): which
         # one the caller gets, and whether it needs set_epoch, cannot be told from here.
@@ -505,6 +530,10 @@ class Project:
                 found = self.resolve(mod, ref)
                 if found is not None:
                     out |= self.effects(found[0], found[1], depth + 1)
+        if "rank_aware" in out:
+            # A function that tests the rank guards its own writes (and its callees'): its
+            # caller does not write on every rank through it.
+            out -= {"rank_aware", "writes"}
         self._effects[key] = frozenset(out)
         return self._effects[key]
 

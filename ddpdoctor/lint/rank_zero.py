@@ -10,7 +10,7 @@ import ast
 from ddpdoctor.lint.finding import Hit
 from ddpdoctor.lint.guards import every_rank_call, guarded_locally
 from ddpdoctor.lint.index import ModuleIndex, dotted, kwarg, last_name, position
-from ddpdoctor.lint.project import program_effects
+from ddpdoctor.lint.project import external_effects, program_effects
 
 LOG_LEVELS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception"})
 PRINT_SILENCERS = ("setup_for_distributed", "init_distributed_mode", "suppress_output")
@@ -163,7 +163,45 @@ def _saves(index: ModuleIndex, call: ast.Call) -> bool:
     return "save" in name.lower() and _write(index, call) is None and name not in IMAGE_WRITERS
 
 
-def _unguarded_twins(index: ModuleIndex) -> list[Hit]:
+def _writes_itself(index: ModuleIndex, call: ast.Call) -> bool:
+    """The project function this call names writes the file in its own body (`save_model`
+    doing torch.save), rather than through a chain that is judged where it writes."""
+    from ddpdoctor.lint.project import callee_ref
+
+    mod = index.__dict__.get("_as_module")
+    ref = callee_ref(call)
+    found = index.project.resolve(mod, ref) if mod is not None and ref is not None else None
+    facts = found[0].functions.get(found[1]) if found else None
+    return facts is not None and "writes" in facts.direct
+
+
+def _helper_writes(index: ModuleIndex) -> list[Hit]:
+    """A call into a helper of the project that writes a file (`save_model(args, model)` doing
+    torch.save) and tests no rank itself, made on every rank here."""
+    if "writes" not in program_effects(index):
+        return []
+    hits: list[Hit] = []
+    for call in index.calls:
+        if index.resolve_call(call) or "writes" not in (external_effects(index, call) or ()):
+            continue
+        if not _writes_itself(index, call):
+            continue  # deeper down: reported where the write is, if anywhere
+        site = every_rank_call(index, call)
+        if site is False:
+            continue
+        name = dotted(call.func) or "a helper"
+        hits.append(
+            Hit(
+                call,
+                "DDL006",
+                f"{name}() writes a file and runs on every rank: N ranks write the same file"
+                f"{_where(site)}",
+            )
+        )
+    return hits
+
+
+def _unguarded_twins(index: ModuleIndex, skip: set[int] | None = None) -> list[Hit]:
     """A save the script itself guards with a rank-0 test in one place, and calls unguarded in
     another (`model.save(step)` under `rank == 0` at one checkpoint, bare at the last): the
     author's own guard says it must run once, so the bare call is the mistake."""
@@ -178,7 +216,7 @@ def _unguarded_twins(index: ModuleIndex) -> list[Hit]:
         if not guarded:
             continue
         for call in calls:
-            if call in guarded or every_rank_call(index, call) is False:
+            if call in guarded or id(call) in (skip or ()) or every_rank_call(index, call) is False:
                 continue
             hits.append(
                 Hit(
@@ -271,7 +309,9 @@ def check(index: ModuleIndex) -> list[Hit]:
                 else "N ranks write the same file"
             )
             hits.append(Hit(call, "DDL006", f"{what} runs on every rank: {effect}{_where(site)}"))
-    hits += _unguarded_twins(index)
+    helper_writes = _helper_writes(index)
+    hits += helper_writes
+    hits += _unguarded_twins(index, {id(h.node) for h in helper_writes})
     loops = _training_loops(index)
     if not loops:
         return hits

@@ -33,7 +33,7 @@ def check(index: ModuleIndex) -> list[Hit]:
         if own and not _destroys(index, reach):
             name = getattr(worker, "name", "the worker")
             hits.append(_hit(index, own[0], f"before the spawned worker {name}() returns"))
-    rest = [c for c in inits if id(c) not in judged]
+    rest = [c for c in inits if id(c) not in judged and not _in_unused_helper(index, c)]
     if rest and _script_misses_destroy(index, rest):
         split = [c for c in index.calls_by_name.get(DESTROY, ()) if _one_side_of_rank0(index, c)]
         where = (
@@ -44,6 +44,21 @@ def check(index: ModuleIndex) -> list[Hit]:
         )
         hits.append(_hit(index, rest[0], where))
     return hits
+
+
+def _in_unused_helper(index: ModuleIndex, call: ast.Call) -> bool:
+    """An init in a top-level function this file never calls and does not start: a helper
+    kept here for other scripts (waveglow's distributed.py, whose own `__main__` only launches
+    processes), not part of this script's program."""
+    scope = index.scope_of(call)
+    return (
+        isinstance(scope, FUNC_TYPES)
+        and index.scope_of(scope) is index.tree
+        and not scope.decorator_list  # `@main.command()`: a CLI runs it
+        and not index.call_sites.get(scope)
+        and scope not in index.entry_points
+        and DESTROY not in index.calls_by_name
+    )
 
 
 def _one_side_of_rank0(index: ModuleIndex, call: ast.AST) -> bool:
