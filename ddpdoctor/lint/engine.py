@@ -102,8 +102,6 @@ def lint_source(
             )
         )
         source = repaired
-    if project is not None:
-        project.remember(tree, path, source)
     index = None
     if not any(m in source for m in MARKERS):
         # A script whose only contact with DDP is a set-up helper of its project with a name
@@ -111,11 +109,17 @@ def lint_source(
         # So is a set-up module that makes the group through such a chain (`setup()` in
         # config.py calling `distributed.enable()`): what it does after that runs on every rank.
         if project is None or not (_main_guard(tree) or _writing_link(source, project)):
+            if project is not None:
+                project.remember(tree, path, source)
             return notes
         index = _indexed(tree, path, project)
+        project.remember(tree, path, source, index)
         if not index.all_init_calls:
             return notes
-    index = index or _indexed(tree, path, project)
+    if index is None:
+        index = _indexed(tree, path, project)
+        if project is not None:
+            project.remember(tree, path, source, index)
     findings: set[LintFinding] = set()
     for check in CHECKS:
         try:

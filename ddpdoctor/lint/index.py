@@ -37,6 +37,14 @@ def child_fields(node_type: type) -> tuple[str, ...]:
     return fields
 
 
+# The node types the walk records something about; every other node only gets its parent link.
+_INDEXED = frozenset(
+    {ast.Call, ast.Attribute, ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.Return}
+    | {ast.FunctionDef, ast.AsyncFunctionDef, ast.For, ast.AsyncFor, ast.While}
+    | {ast.comprehension, ast.withitem, ast.ClassDef, ast.Import, ast.ImportFrom}
+    | {ast.Assert, ast.If}
+)
+
 for _cls in vars(ast).values():
     if isinstance(_cls, type) and issubclass(_cls, ast.AST):
         child_fields(_cls)
@@ -129,6 +137,7 @@ class ModuleIndex:
         self.bindings: dict[str, list[tuple[ast.AST, Origin | ast.expr]]] = defaultdict(list)
         self.returns: list[ast.Return] = []
         self.asserts: list[ast.Assert] = []
+        self.ifs: list[ast.If] = []
         self.loops: list[ast.AST] = []
         self.aliases: dict[str, str] = {}
         # For following the project's own imports: local name -> (module, level, name) for
@@ -175,6 +184,8 @@ class ModuleIndex:
                     elif isinstance(child, node_type):
                         parents[id(child)] = node
                         stack.append((child, inner))
+            if t not in _INDEXED:
+                continue  # most nodes (operators, subscripts, literals) only need parents
             if t is ast.Call:
                 calls.append(node)
                 scopes[id(node)] = scope
@@ -220,6 +231,7 @@ class ModuleIndex:
             elif t is ast.Assert:
                 self.asserts.append(node)
             elif t is ast.If:
+                self.ifs.append(node)
                 test = node.test
                 if (
                     type(test) is ast.Compare

@@ -194,38 +194,36 @@ def _last(func: ast.AST) -> str:
     return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
-def _function_facts(func: ast.AST, names: set[str], mod: ModuleFacts) -> FuncFacts:
-    """One walk of a function's body: its direct effects, local callees, imported callees."""
-    facts = FuncFacts()
-    other_samplers = False
-    imported = mod.from_imports.keys() | mod.module_imports.keys()
-    for node in _nodes(func):
-        if isinstance(node, ast.Call):
-            callee = node.func
-            last = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
-            effect = DIRECT.get(last)
-            if effect:
-                facts.direct.add(effect)
-            elif last in LOG_SETUP and _passes_rank(node):
-                facts.direct.add("rank_logging")
-            elif last == "set_epoch":
-                facts.direct.add("set_epoch")
-            elif _writes_file(node):
-                facts.direct.add("writes")
-            elif last == "DistributedSampler" and _shuffling_train_sampler(node, func):
-                facts.direct.add("dist_sampler")
-            elif last.endswith("Sampler") and last not in PLAIN_SAMPLERS:
-                other_samplers = True
-            elif isinstance(callee, ast.Name) and callee.id in names:
-                facts.local.add(callee.id)
-            elif (ref := callee_ref(node)) is not None and ref[1].split(".", 1)[0] in imported:
-                facts.external.append(ref)
-        elif isinstance(node, ast.Assign) and any(dotted(t) in PRINT_TARGETS for t in node.targets):
-            facts.direct.add("silence_print")
-        elif isinstance(node, ast.If) and (
-            implies_rank0(node.test) or implies_rank0(node.test, True)
-        ):
-            facts.direct.add("rank_aware")
+def _call_fact(facts: FuncFacts, node: ast.Call, func: ast.AST, names: set[str], imported) -> bool:
+    """Record what one call in `func` does; True when it is a sampler other than the plain
+    ones (see _finish)."""
+    callee = node.func
+    last = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
+    effect = DIRECT.get(last)
+    if effect:
+        facts.direct.add(effect)
+    elif last in LOG_SETUP and _passes_rank(node):
+        facts.direct.add("rank_logging")
+    elif last == "set_epoch":
+        facts.direct.add("set_epoch")
+    elif _writes_file(node):
+        facts.direct.add("writes")
+    elif last == "DistributedSampler" and _shuffling_train_sampler(node, func):
+        facts.direct.add("dist_sampler")
+    elif last.endswith("Sampler") and last not in PLAIN_SAMPLERS:
+        return True
+    elif isinstance(callee, ast.Name) and callee.id in names:
+        facts.local.add(callee.id)
+    elif (ref := callee_ref(node)) is not None and ref[1].split(".", 1)[0] in imported:
+        facts.external.append(ref)
+    return False
+
+
+def _rank_test(node: ast.If) -> bool:
+    return implies_rank0(node.test) or implies_rank0(node.test, True)
+
+
+def _finish(facts: FuncFacts, func: ast.AST, other_samplers: bool) -> FuncFacts:
     if rank0_function(func):
         facts.direct.add("rank_aware")  # save_on_master, @rank_zero_only
     if other_samplers:
@@ -233,6 +231,60 @@ def _function_facts(func: ast.AST, names: set[str], mod: ModuleFacts) -> FuncFac
         # one the caller gets, and whether it needs set_epoch, cannot be told from here.
         facts.direct.discard("dist_sampler")
     return facts
+
+
+def _function_facts(func: ast.AST, names: set[str], mod: ModuleFacts) -> FuncFacts:
+    """One walk of a function's body: its direct effects, local callees, imported callees."""
+    facts = FuncFacts()
+    other_samplers = False
+    imported = mod.from_imports.keys() | mod.module_imports.keys()
+    for node in _nodes(func):
+        if isinstance(node, ast.Call):
+            other_samplers |= _call_fact(facts, node, func, names, imported)
+        elif isinstance(node, ast.Assign) and any(dotted(t) in PRINT_TARGETS for t in node.targets):
+            facts.direct.add("silence_print")
+        elif isinstance(node, ast.If) and _rank_test(node):
+            facts.direct.add("rank_aware")
+    return _finish(facts, func, other_samplers)
+
+
+def facts_from_index(index: ModuleIndex, path: str) -> ModuleFacts:
+    """The same facts as facts_of, read from the engine's index of the file instead of another
+    walk over its functions: each call, print binding and `if` is credited to the top-level
+    function that holds it."""
+    tree = index.tree
+    mod = ModuleFacts(path, {}, index.from_imports, index.module_imports)
+    defs = {id(n): n for n in tree.body if isinstance(n, FUNC_TYPES)}
+    if not defs:
+        return mod
+    names = {d.name for d in defs.values()}
+    imported = index.from_imports.keys() | index.module_imports.keys()
+    facts = {key: FuncFacts() for key in defs}
+    others: set[int] = set()
+    scopes = index.scopes
+
+    def top(scope: ast.AST) -> int | None:
+        while scope is not tree:
+            key = id(scope)
+            if key in defs:
+                return key
+            scope = scopes.get(key, tree)
+        return None
+
+    for call in index.calls:
+        key = top(scopes.get(id(call), tree))
+        if key is not None and _call_fact(facts[key], call, defs[key], names, imported):
+            others.add(key)
+    for target in PRINT_TARGETS:
+        for scope, _ in index.bindings.get(target, ()):
+            if (key := top(scope)) is not None:
+                facts[key].direct.add("silence_print")
+    for node in index.ifs:
+        if _rank_test(node) and (key := top(index.scope_of(node))) is not None:
+            facts[key].direct.add("rank_aware")
+    for key, func in defs.items():
+        mod.functions[func.name] = _finish(facts[key], func, key in others)
+    return mod
 
 
 def find_root(paths: list[str]) -> str:
@@ -355,16 +407,22 @@ class Project:
         """The tree of a module read here that the engine now lints (given once)."""
         return self.trees.pop(os.path.abspath(path), None)
 
-    def remember(self, tree: ast.Module, path: str, source: str) -> None:
+    def remember(
+        self, tree: ast.Module, path: str, source: str, index: ModuleIndex | None = None
+    ) -> None:
         """Keep the facts of a file the engine parsed anyway, so an import of it costs nothing.
         A file without effect words keeps only its imports (they may re-export one); its
-        functions are read again only if a call reaches one (see _complete)."""
+        functions are read again only if a call reaches one (see _complete). With the engine's
+        index of the file, the facts are read from it (no second walk)."""
         key = os.path.abspath(path)
         self.pending.discard(key)
         if key not in self._facts:
             # A link of a set-up chain is read in full now, from this tree, not parsed again.
             words = any(w in source for w in EFFECT_WORDS) or self.links_to(source)
-            self._facts[key] = facts_of(tree, key, with_functions=words)
+            if words and index is not None:
+                self._facts[key] = facts_from_index(index, key)
+            else:
+                self._facts[key] = facts_of(tree, key, with_functions=words)
 
     def _complete(self, mod: ModuleFacts) -> ModuleFacts:
         """A module kept without its functions, read in full when it imports a module of the
@@ -538,11 +596,24 @@ class Project:
         return self._effects[key]
 
 
+def _names_an_import(index: ModuleIndex, call: ast.Call) -> bool:
+    """The callee's first name is imported (`utils.setup(...)`, `setup(...)`): the cheap test
+    that most calls (methods of local values, builtins) fail."""
+    func = call.func
+    if type(func) is ast.Name:
+        return func.id in index.from_imports
+    while type(func) is ast.Attribute:
+        func = func.value
+    return type(func) is ast.Name and (
+        func.id in index.module_imports or func.id in index.from_imports
+    )
+
+
 def external_effects(index: ModuleIndex, call: ast.Call) -> frozenset[str] | None:
     """What a call into another module of the project does; None when the callee is not a
     function of the project (a library, a method, a name we cannot follow)."""
     project: Project | None = index.project
-    if project is None or index.path is None:
+    if project is None or index.path is None or not _names_an_import(index, call):
         return None
     ref = callee_ref(call)
     if ref is None or (ref[0] == "name" and ref[1] not in index.from_imports):
@@ -603,6 +674,8 @@ def program_effects(index: ModuleIndex) -> frozenset[str]:
     if cached is None:
         out: set[str] = set()
         for call in index.calls:
+            if not _names_an_import(index, call):
+                continue
             if index.callee_name(call) in DIRECT or index.resolve_call(call):
                 continue  # direct calls are in calls_by_name; local functions are in this file
             out |= external_effects(index, call) or frozenset()
