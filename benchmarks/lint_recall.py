@@ -3,15 +3,18 @@
     python benchmarks/lint_corpus_trees.py --out /tmp/lint_trees    # lay out the trees once
     python benchmarks/lint_recall.py --trees /tmp/lint_trees [--show]
 
-`benchmarks/lint_corpus.jsonl` holds one line per script: repo, path, commit, split
-(tune | heldout | fresh | fresh2 | fresh3) and a verdict per rule: the violation lines, or "clean". Each script is linted
-in its repository's tree with that tree as --root, so helpers in other modules are read as they
-would be for a user. A finding counts as found when its rule and line match a verdict; any other
-finding of a checked rule in that script is a false alarm. Not a test: it prints numbers.
+`benchmarks/lint_corpus.jsonl` holds one line per script: repo, path, commit, split and a
+verdict per rule: the violation lines, or "clean". Splits: `tune` (tuned on), then parts held
+out in turn (`heldout`, `fresh`, `fresh2`, `fresh3`, `fresh4`), each from repositories never
+used before, chosen and judged (by reading the code) before lint ran on them. Each script is
+linted in its repository's tree with that tree as --root, so helpers in other modules are read
+as they would be for a user. A finding counts as found when its rule and line match a verdict;
+any other finding of a checked rule in that script is a false alarm. Not a test: it prints
+numbers.
 
-`heldout` is no longer clean for DDL007: its one miss (a spawned worker's missing destroy) was
-fixed after it was seen there, so its DDL007 figure is printed marked "contaminated". `fresh`
-(repositories never used before, verdicts written before lint ran on them) is the one to trust.
+Once lint changed after a part's misses or false alarms for a rule were seen, that part's figure
+for the rule is printed marked "contaminated" (CONTAMINATED below): only the newest part that no
+change has seen is held out.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from ddpdoctor.lint.engine import lint_files  # noqa: E402
 from ddpdoctor.lint.rules import RULES_BY_CODE  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SPLITS = ("tune", "heldout", "fresh", "fresh2", "fresh3")
+SPLITS = ("tune", "heldout", "fresh", "fresh2", "fresh3", "fresh4")
 # Rules whose figure on a split was seen while changing lint: reported, but not as held out.
 CONTAMINATED = {
     ("heldout", "DDL007"),
