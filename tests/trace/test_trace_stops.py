@@ -66,9 +66,24 @@ def test_max_time_stops_every_rank_after_the_same_step(tmp_path: Path) -> None:
     assert not [f for f in run.findings if f.code != "DDR101"]
 
 
+def _alive(pid: int) -> bool:
+    """Running (not a zombie waiting to be reaped by fork_run)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 @pytest.mark.slow
 def test_ctrl_c_is_recorded_at_the_users_line(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C reaches every rank. A rank in Python raises KeyboardInterrupt and the
+    tracer records it at the user's line. A rank that was inside the all-reduce at that moment
+    cannot run a Python handler until the collective returns, which it never does once its peer
+    has left: without torchrun to end it, the harness kills it after a grace period (the
+    launcher's own Ctrl-C path is tested in test_run_command)."""
     warm_up()
+    stuck: list[int] = []
 
     def interrupt(run_dir: Path, pids: list[int]) -> None:
         deadline = time.monotonic() + 30
@@ -79,20 +94,25 @@ def test_ctrl_c_is_recorded_at_the_users_line(tmp_path: Path) -> None:
             time.sleep(0.05)
         for pid in pids:  # a terminal's Ctrl-C reaches every process of the job
             os.kill(pid, signal.SIGINT)
+        grace = time.monotonic() + 15
+        while time.monotonic() < grace and any(_alive(p) for p in pids):
+            time.sleep(0.1)
+        for rank, pid in enumerate(pids):
+            if _alive(pid):
+                stuck.append(rank)
+                os.kill(pid, signal.SIGKILL)
 
     run = fork_run(
         LOOP, tmp_path / "run", tracer_args=("--steps", "0"), deadline=60, during=interrupt
     )
     assert not run.timed_out, run.output[-3000:]
-    exits = [r.exit for r in run.records.values()]
-    assert "KeyboardInterrupt" in {e.exception for e in exits}
-    assert 130 in run.exit_codes.values()
-    for e in exits:
-        assert (
-            e.kind == "exception"
-            and e.where is not None
-            and e.where.path.endswith("clean_long_loop.py")
-        )
+    interrupted = sorted(r for r, code in run.exit_codes.items() if code == 130)
+    assert interrupted and len(stuck) < 2, (run.exit_codes, stuck)
+    assert set(interrupted) | set(stuck) == {0, 1}, (run.exit_codes, stuck)
+    for rank in interrupted:
+        e = run.records[rank].exit
+        assert e is not None and e.kind == "exception" and e.exception == "KeyboardInterrupt"
+        assert e.where is not None and e.where.path.endswith("clean_long_loop.py")
     assert leftovers(run) == []
 
 
