@@ -47,6 +47,8 @@ CONTAMINATED = {
     ("fresh3", "DDL004"),
     ("fresh3", "DDL006"),
     ("fresh3", "DDL007"),
+    ("fresh4", "DDL002"),
+    ("fresh4", "DDL004"),
 }
 
 

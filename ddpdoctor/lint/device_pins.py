@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 
 from ddpdoctor.lint.finding import Hit
-from ddpdoctor.lint.guards import guarded_locally, single_process_branch
+from ddpdoctor.lint.guards import guarded_locally, rank0_only, single_process_branch
 from ddpdoctor.lint.index import DDP_NAMES, ModuleIndex, dotted, kwarg, position
 from ddpdoctor.lint.project import call_effects, program_effects
 
@@ -178,8 +178,8 @@ def _hard_coded_device(index: ModuleIndex) -> list[Hit]:
         text = _device_literal(index, call)
         if text is None or (text == "cuda" and bare_ok):
             continue
-        if single_process_branch(index, call):
-            continue
+        if single_process_branch(index, call) or rank0_only(index, call):
+            continue  # one process, or rank 0's own work: GPU 0 is its GPU
         what = (
             "a hard-coded cuda:0" if text == "cuda:0" else 'torch.device("cuda") with no set_device'
         )

@@ -82,12 +82,63 @@ def _class_bases(index: ModuleIndex, name: str, depth: int = 0) -> set[str]:
     return bases
 
 
-def _shards_itself(index: ModuleIndex, dataset: ast.expr | None) -> bool:
+def _shards_itself(index: ModuleIndex, dataset: ast.expr | None, depth: int = 0) -> bool:
     """An IterableDataset, a streaming dataset, or one built with the rank: already per-rank."""
     if dataset is None:
         return True
+    origins = index.origins(dataset)
+    if UNKNOWN in origins and _passed_in_sharded(index, dataset, depth):
+        return True  # a parameter: judged by what this file's callers pass, if it shows any
     names = _identifiers(index, dataset)
-    return any(w in n for n in names for w in SHARDING_WORDS + STREAMING_WORDS)
+    if any(w in n for n in names for w in SHARDING_WORDS + STREAMING_WORDS):
+        return True
+    return any(isinstance(o, ast.Call) and _project_helper_shards(index, o) for o in origins)
+
+
+def _passed_in_sharded(index: ModuleIndex, dataset: ast.expr, depth: int) -> bool:
+    """`def train(..., train_dataset, ...)`: sharded when a caller in this file passes a dataset
+    that shards itself; unknown (so silent) when nothing here calls the function."""
+    scope = index.scope_of(dataset)
+    if not isinstance(dataset, ast.Name) or not isinstance(scope, FUNC_TYPES) or depth > 2:
+        return False
+    params = [a.arg for a in (*scope.args.posonlyargs, *scope.args.args)]
+    if dataset.id not in params and dataset.id not in [a.arg for a in scope.args.kwonlyargs]:
+        return False  # a loop variable, a with target: judged as before
+    sites = index.call_sites.get(scope, [])
+    if not sites:
+        return True
+    for site in sites:
+        arg = kwarg(site, dataset.id)
+        if arg is None and dataset.id in params:
+            at = params.index(dataset.id) - (1 if params and params[0] == "self" else 0)
+            arg = site.args[at] if 0 <= at < len(site.args) else None
+        if arg is None or _shards_itself(index, arg, depth + 1):
+            return True
+    return False
+
+
+def _project_helper_shards(index: ModuleIndex, call: ast.Call) -> bool:
+    """A dataset made by a helper of the project (`data.load_data(opt, tokenizer)`) whose module
+    speaks of ranks: it may cut the data per rank, which lint does not follow; silent."""
+    from ddpdoctor.lint.project import callee_ref
+
+    project, ref = index.project, callee_ref(call)
+    if project is None or index.path is None or ref is None:
+        return False
+    head, _, rest = (ref[1] if ref[0] == "attr" else ref[1]).partition(".")
+    if head in index.module_imports and ref[0] == "attr":
+        module, level = ".".join(p for p in (index.module_imports[head], rest) if p), 0
+    elif head in index.from_imports:
+        base, level, name = index.from_imports[head]
+        module = ".".join(p for p in (base, name if ref[0] == "attr" else "", rest) if p)
+    else:
+        return False
+    path = project.module_path(index.path, module, level)
+    try:
+        data = read_bytes(path) if path else b""
+    except OSError:
+        return False
+    return any(w in data for w in (b"get_rank", b"world_size", b"global_rank", b"num_replicas"))
 
 
 def _loader_name(index: ModuleIndex, call: ast.Call) -> str:
