@@ -49,6 +49,7 @@ CONTAMINATED = {
     ("fresh3", "DDL007"),
     ("fresh4", "DDL002"),
     ("fresh4", "DDL004"),
+    ("fresh4", "DDL006"),
 }
 
 

@@ -78,6 +78,33 @@ def _env_kind(name: object) -> str:
     return "unknown"
 
 
+def _statement(index: ModuleIndex, node: ast.AST) -> ast.AST | None:
+    for anc in (node, *index.ancestors(node)):
+        if isinstance(anc, ast.stmt):
+            return anc
+    return None
+
+
+def _reaching(index: ModuleIndex, name: ast.AST) -> list[ast.AST]:
+    """The value of the last assignment to a plain name earlier in the same block as its use
+    (`local_rank = dist.get_rank()` then `set_device(local_rank)` in one branch of a function
+    that assigns `local_rank` differently in others); [] when there is none."""
+    if not isinstance(name, ast.Name):
+        return []
+    use = _statement(index, name)
+    block = index.parent(use) if use is not None else None
+    best: tuple[tuple[int, int], ast.AST] | None = None
+    for _, value in index.bindings.get(name.id, ()):
+        if not isinstance(value, ast.AST):
+            continue
+        assign = index.parent(value)
+        if not isinstance(assign, ast.Assign) or index.parent(assign) is not block:
+            continue
+        if position(assign) < position(use) and (best is None or position(assign) > best[0]):
+            best = (position(assign), value)
+    return [best[1]] if best else []
+
+
 GLOBAL_RANK_CALLS = frozenset({"get_rank", "get_global_rank", "get_world_rank"})
 
 
@@ -116,7 +143,7 @@ def rank_kind(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> set[s
     if isinstance(expr, ast.BinOp):
         return {"local"} if isinstance(expr.op, ast.Mod) else {"unknown"}
     if isinstance(expr, (ast.Name, ast.Attribute)):
-        values = index.values_of(dotted(expr) or "", expr)
+        values = _reaching(index, expr) or index.values_of(dotted(expr) or "", expr)
         kinds: set[str] = set()
         for v in values:
             kinds |= {"unknown"} if v is UNKNOWN else rank_kind(index, v, depth + 1)

@@ -135,11 +135,14 @@ def _shuffling_train_sampler(call: ast.Call, func: ast.AST) -> bool:
 
 
 def _passes_rank(call: ast.Call) -> bool:
-    """A rank-like name among a call's arguments (`level=INFO if rank in [-1, 0] else WARN`)."""
+    """A rank-like name or a rank-0 test among a call's arguments (`level=INFO if rank in
+    [-1, 0] else WARN`, `INFO if is_main() else WARN`)."""
     for arg in [*call.args, *(k.value for k in call.keywords)]:
         for node in ast.walk(arg):
             name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", "")
             if "rank" in name.lower():
+                return True
+            if isinstance(node, ast.IfExp) and _rank_test(node):  # INFO if is_main() else WARN
                 return True
     return False
 
@@ -219,7 +222,7 @@ def _call_fact(facts: FuncFacts, node: ast.Call, func: ast.AST, names: set[str],
     return False
 
 
-def _rank_test(node: ast.If) -> bool:
+def _rank_test(node: ast.If | ast.IfExp) -> bool:
     return implies_rank0(node.test) or implies_rank0(node.test, True)
 
 

@@ -79,7 +79,11 @@ def _training_loops(index: ModuleIndex) -> set[int]:
     return loops
 
 
-def _progress(index: ModuleIndex, call: ast.Call, loggers: set[str]) -> str | None:
+def _progress(
+    index: ModuleIndex, call: ast.Call, loggers: set[str], quiet: bool = False
+) -> str | None:
+    """What progress output a call is; `quiet`: logging is set up per rank (the root logger's
+    calls are rank-0-only too)."""
     name = index.callee_name(call)
     func = call.func
     if name in ("tqdm", "trange") and kwarg(call, "disable") is None:
@@ -88,7 +92,9 @@ def _progress(index: ModuleIndex, call: ast.Call, loggers: set[str]) -> str | No
         return "tqdm.write"
     if name in LOG_LEVELS and isinstance(func, ast.Attribute):
         recv = dotted(func.value) or ""
-        if recv == "logging" or (recv in loggers and _plain_logger_here(index, func.value)):
+        if (recv == "logging" and not quiet) or (
+            recv in loggers and _plain_logger_here(index, func.value)
+        ):
             return f"{recv}.{name}"
     return None
 
@@ -316,9 +322,10 @@ def check(index: ModuleIndex) -> list[Hit]:
     if not loops:
         return hits
     loggers = _plain_loggers(index)
+    quiet = _rank_aware_logging(index)
     silenced = _print_silenced(index)
     for call in index.calls:
-        what = _progress(index, call, loggers)
+        what = _progress(index, call, loggers, quiet)
         if what is None or (silenced and what == "print"):
             continue
         if not any(id(loop) in loops for loop in index.enclosing_loops(call)):

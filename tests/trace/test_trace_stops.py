@@ -77,11 +77,11 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.slow
 def test_ctrl_c_is_recorded_at_the_users_line(tmp_path: Path) -> None:
-    """A terminal's Ctrl-C reaches every rank. A rank in Python raises KeyboardInterrupt and the
-    tracer records it at the user's line. A rank that was inside the all-reduce at that moment
-    cannot run a Python handler until the collective returns, which it never does once its peer
-    has left: without torchrun to end it, the harness kills it after a grace period (the
-    launcher's own Ctrl-C path is tested in test_run_command)."""
+    """Ctrl-C in a traced rank: KeyboardInterrupt is recorded at the user's line and the rank
+    exits 130. One rank, so the signal never lands while a peer waits in a collective: with
+    two ranks forked here (no torchrun to end them), a rank interrupted inside the all-reduce,
+    or one whose peer left it there, can wait for ever, which CI showed. The launcher's Ctrl-C
+    of a 2-rank job is tested through `ddpdoctor run` in test_run_command."""
     warm_up()
     stuck: list[int] = []
 
@@ -89,30 +89,32 @@ def test_ctrl_c_is_recorded_at_the_users_line(tmp_path: Path) -> None:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             recs = read_records(run_dir)
-            if len(recs) == 2 and all(r.steps >= 3 for r in recs.values()):
+            if len(recs) == 1 and all(r.steps >= 3 for r in recs.values()):
                 break
             time.sleep(0.05)
-        for pid in pids:  # a terminal's Ctrl-C reaches every process of the job
+        for pid in pids:
             os.kill(pid, signal.SIGINT)
         grace = time.monotonic() + 15
         while time.monotonic() < grace and any(_alive(p) for p in pids):
             time.sleep(0.1)
         for rank, pid in enumerate(pids):
-            if _alive(pid):
+            if _alive(pid):  # fail below instead of waiting for the 60 s deadline
                 stuck.append(rank)
                 os.kill(pid, signal.SIGKILL)
 
     run = fork_run(
-        LOOP, tmp_path / "run", tracer_args=("--steps", "0"), deadline=60, during=interrupt
+        LOOP,
+        tmp_path / "run",
+        nproc=1,
+        tracer_args=("--steps", "0"),
+        deadline=60,
+        during=interrupt,
     )
-    assert not run.timed_out, run.output[-3000:]
-    interrupted = sorted(r for r, code in run.exit_codes.items() if code == 130)
-    assert interrupted and len(stuck) < 2, (run.exit_codes, stuck)
-    assert set(interrupted) | set(stuck) == {0, 1}, (run.exit_codes, stuck)
-    for rank in interrupted:
-        e = run.records[rank].exit
-        assert e is not None and e.kind == "exception" and e.exception == "KeyboardInterrupt"
-        assert e.where is not None and e.where.path.endswith("clean_long_loop.py")
+    assert not run.timed_out and not stuck, (run.exit_codes, stuck, run.output[-3000:])
+    assert run.exit_codes == {0: 130}
+    e = run.records[0].exit
+    assert e is not None and e.kind == "exception" and e.exception == "KeyboardInterrupt"
+    assert e.where is not None and e.where.path.endswith("clean_long_loop.py")
     assert leftovers(run) == []
 
 
