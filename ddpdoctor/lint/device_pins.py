@@ -220,13 +220,15 @@ def _global_rank_moves(index: ModuleIndex) -> list[Hit]:
     return hits
 
 
-def _branches(index: ModuleIndex, node: ast.AST) -> set[tuple[int, bool]]:
-    """(id(if), in body?) for every `if` of its function that holds node."""
-    out: set[tuple[int, bool]] = set()
+def _branches(index: ModuleIndex, node: ast.AST) -> set[tuple[str, bool]]:
+    """(the test, in body?) for every `if` of its function that holds node. Keyed by the test's
+    text, so `if args.distributed: set_device(...)` covers a later `if args.distributed:
+    DDP(model)` (apex's ImageNet example), as the same `if` would."""
+    out: set[tuple[str, bool]] = set()
     child = node
     for anc in index.ancestors(node):
         if isinstance(anc, ast.If) and child is not anc.test:
-            out.add((id(anc), child in anc.body))
+            out.add((ast.dump(anc.test), child in anc.body))
         child = anc
     return out
 
@@ -239,6 +241,20 @@ def _bare_cuda(expr: ast.AST) -> bool:
     return False
 
 
+def _may_reach(
+    index: ModuleIndex, value: ast.AST, call: ast.Call, here: set[tuple[str, bool]]
+) -> bool:
+    """An assigned value that can still be the one a later call sees: assigned before it, on
+    a path that holds the call (not in the other arm of an `if` around it)."""
+    assign = index.parent(value)
+    if not isinstance(assign, ast.Assign):
+        return True
+    if position(assign) > position(call):
+        return False
+    mine = _branches(index, assign)
+    return not any((test, not body) in here for test, body in mine)
+
+
 def _ddp_on_uncovered_path(index: ModuleIndex) -> list[Hit]:
     sets = index.calls_named("set_device")
     hits: list[Hit] = []
@@ -247,12 +263,13 @@ def _ddp_on_uncovered_path(index: ModuleIndex) -> list[Hit]:
             continue
         scope = index.scope_of(call)
         module = call.args[0]
+        here = _branches(index, call)
         moved = (
             _bare_cuda(module)
             or any(
                 _bare_cuda(v)
                 for v in index.values_of(dotted(module) or "", module)
-                if isinstance(v, ast.AST)
+                if isinstance(v, ast.AST) and _may_reach(index, v, call, here)
             )
             or any(
                 index.scope_of(m) is scope
@@ -267,7 +284,6 @@ def _ddp_on_uncovered_path(index: ModuleIndex) -> list[Hit]:
             continue
         if any(index.scope_of(s) is not scope for s in sets):
             continue  # set_device elsewhere (a caller may run it first): cannot tell
-        here = _branches(index, call)
         covered = any(
             position(s) < position(call) and _branches(index, s) <= here for s in sets
         ) or any(

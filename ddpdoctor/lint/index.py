@@ -485,6 +485,17 @@ class ModuleIndex:
                     targets.update(self._methods_of(cls, fn.attr))
         return targets
 
+    def _handed_over(self, name: str) -> bool:
+        """The function is passed to another call as a value (`Process(target=init_processes,
+        args=(rank, size, main, args))`): whoever gets it runs it, after its own set-up."""
+        for call in self.calls:
+            values = [*call.args, *(k.value for k in call.keywords)]
+            for value in values:
+                elts = value.elts if isinstance(value, (ast.Tuple, ast.List)) else [value]
+                if any(isinstance(e, ast.Name) and e.id == name for e in elts):
+                    return True
+        return False
+
     def reachable(self, func: ast.AST) -> set[ast.AST]:
         """The functions of this file that running func may run (itself included): what a
         process started at func executes, as far as this file shows."""
@@ -508,7 +519,9 @@ class ModuleIndex:
         entries.update(
             f
             for f in self.functions.get("main", ())
-            if not self.enclosing_class(f) and f not in self.call_sites
+            if not self.enclosing_class(f)
+            and f not in self.call_sites
+            and not self._handed_over("main")
         )
         for call in self.calls:
             # `fire.Fire(train)`: a library call at module level handed one of our functions.
