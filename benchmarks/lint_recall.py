@@ -52,6 +52,7 @@ CONTAMINATED = {
     ("fresh4", "DDL006"),
     ("fresh5", "DDL001"),
     ("fresh5", "DDL004"),
+    ("fresh5", "DDL006"),
 }
 
 

@@ -40,7 +40,7 @@ def _rankish(expr: ast.AST) -> bool:
     return "rank" in name or name in ("gpu", "gpu_id", "device_id", "local_gpu")
 
 
-def _rank0_name(expr: ast.AST) -> bool:
+def rank0_name(expr: ast.AST) -> bool:
     target = expr.func if isinstance(expr, ast.Call) else expr
     if not isinstance(target, (ast.Name, ast.Attribute)):
         return False
@@ -63,7 +63,7 @@ def _int(expr: ast.AST) -> int | None:
 
 def _atom(test: ast.AST) -> int:
     """+1: true only on rank 0; -1: true only off rank 0; 0: cannot tell."""
-    if _rank0_name(test):
+    if rank0_name(test):
         return 1
     if isinstance(test, (ast.Name, ast.Attribute)) and _rankish(test):
         return -1  # `if rank:` is true on every rank but 0

@@ -8,13 +8,14 @@ from __future__ import annotations
 import ast
 
 from ddpdoctor.lint.finding import Hit
-from ddpdoctor.lint.guards import every_rank_call, guarded_locally
+from ddpdoctor.lint.guards import every_rank_call, guarded_locally, rank0_name
 from ddpdoctor.lint.index import ModuleIndex, dotted, kwarg, last_name, position
 from ddpdoctor.lint.project import external_effects, program_effects
 
 LOG_LEVELS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception"})
 PRINT_SILENCERS = ("setup_for_distributed", "init_distributed_mode", "suppress_output")
 RANKISH = ("rank", "gpu_id")
+RANK_NAMES = ("gpu", "local_gpu", "device_id")  # whole names only: `ngpus` is no rank
 
 
 def _mentions_rank(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> bool:
@@ -23,7 +24,7 @@ def _mentions_rank(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> 
         return False
     for node in ast.walk(expr):
         name = last_name(node).lower() if isinstance(node, (ast.Name, ast.Attribute)) else ""
-        if name and any(w in name for w in RANKISH):
+        if name and (any(w in name for w in RANKISH) or name in RANK_NAMES):
             return True
         if isinstance(node, ast.Name) and depth < 2:
             for value in index.values_of(node.id, node):
@@ -214,8 +215,11 @@ def _unguarded_twins(index: ModuleIndex, skip: set[int] | None = None) -> list[H
     by_text: dict[str, list[ast.Call]] = {}
     for call in index.calls:
         text = dotted(call.func)
-        if text is not None and _saves(index, call) and not index.resolve_call(call):
-            by_text.setdefault(text, []).append(call)
+        if text is None or not _saves(index, call) or index.resolve_call(call):
+            continue
+        if external_effects(index, call) is not None or rank0_name(call.func):
+            continue  # a project helper is judged by what it does; save_on_master guards itself
+        by_text.setdefault(text, []).append(call)
     hits: list[Hit] = []
     for text, calls in by_text.items():
         guarded = [c for c in calls if guarded_locally(index, c)]
