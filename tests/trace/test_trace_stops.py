@@ -79,12 +79,10 @@ def _alive(pid: int) -> bool:
 @pytest.mark.serial
 def test_ctrl_c_is_recorded_at_the_users_line(tmp_path: Path) -> None:
     """Ctrl-C in a traced rank: KeyboardInterrupt is recorded at the user's line and the rank
-    exits 130. Serial: the rank is forked from the test's thread, and Python runs signal
-    handlers only in the main thread, which a pytest-xdist worker need not run tests in (CI
-    showed the SIGINT ignored there, the rank still training). One rank, so the signal never
-    lands while a peer waits in a collective (with no torchrun to end them, two forked ranks
-    can wait for ever). The launcher's Ctrl-C of a 2-rank job is tested through `ddpdoctor run`
-    in test_run_command."""
+    exits 130. One rank, so the signal never lands while a peer waits in a collective (with no
+    torchrun to end them, two forked ranks could wait for ever); serial, like the other signal
+    tests. The launcher's Ctrl-C of a 2-rank job is tested through `ddpdoctor run` in
+    test_run_command."""
     warm_up()
     stuck: list[int] = []
 
