@@ -628,16 +628,30 @@ def external_effects(index: ModuleIndex, call: ast.Call) -> frozenset[str] | Non
     # The same callee is called many times in a file (`dist.get_rank()`): resolve it once.
     cache: dict[Ref, frozenset[str] | None] = index.__dict__.setdefault("_external", {})
     if ref not in cache:
-        # This file's own import tables, from its index: the project's facts of it may be the
-        # empty ones of a file without effect words, read earlier as someone's import.
-        mod = index.__dict__.get("_as_module")
-        if mod is None:
-            here = os.path.abspath(index.path)
-            mod = ModuleFacts(here, {}, index.from_imports, index.module_imports)
-            index.__dict__["_as_module"] = mod
-        found = project.resolve(mod, ref)
+        found = project.resolve(_as_module(index), ref)
         cache[ref] = None if found is None else project.effects(found[0], found[1])
     return cache[ref]
+
+
+def _as_module(index: ModuleIndex) -> ModuleFacts:
+    """This file's own import tables, from its index: the project's facts of it may be the
+    empty ones of a file without effect words, read earlier as someone's import."""
+    mod = index.__dict__.get("_as_module")
+    if mod is None:
+        here = os.path.abspath(index.path or "")
+        mod = index.__dict__["_as_module"] = ModuleFacts(
+            here, {}, index.from_imports, index.module_imports
+        )
+    return mod
+
+
+def project_target(index: ModuleIndex, call: ast.Call) -> tuple[ModuleFacts, str] | None:
+    """The project function (its module's facts, its name) a call into another module names;
+    None for a library, a method or a name we cannot follow."""
+    ref = callee_ref(call)
+    if index.project is None or ref is None or not _names_an_import(index, call):
+        return None
+    return index.project.resolve(_as_module(index), ref)
 
 
 def local_effects(index: ModuleIndex, func: ast.AST) -> frozenset[str]:

@@ -10,7 +10,7 @@ import ast
 from ddpdoctor.lint.finding import Hit
 from ddpdoctor.lint.guards import every_rank_call, guarded_locally, rank0_name
 from ddpdoctor.lint.index import ModuleIndex, dotted, kwarg, last_name, position
-from ddpdoctor.lint.project import external_effects, program_effects
+from ddpdoctor.lint.project import external_effects, program_effects, project_target
 
 LOG_LEVELS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception"})
 PRINT_SILENCERS = ("setup_for_distributed", "init_distributed_mode", "suppress_output")
@@ -173,11 +173,7 @@ def _saves(index: ModuleIndex, call: ast.Call) -> bool:
 def _writes_itself(index: ModuleIndex, call: ast.Call) -> bool:
     """The project function this call names writes the file in its own body (`save_model`
     doing torch.save), rather than through a chain that is judged where it writes."""
-    from ddpdoctor.lint.project import callee_ref
-
-    mod = index.__dict__.get("_as_module")
-    ref = callee_ref(call)
-    found = index.project.resolve(mod, ref) if mod is not None and ref is not None else None
+    found = project_target(index, call)
     facts = found[0].functions.get(found[1]) if found else None
     return facts is not None and "writes" in facts.direct
 

@@ -304,7 +304,7 @@ def _helper_samplers(index: ModuleIndex) -> list[Hit]:
     """DDL003 across files: the training loader comes from a helper of the project that builds
     a shuffling DistributedSampler (`train_loader, _ = get_loader(args)`), and neither this file
     nor any project function it calls ever calls set_epoch. Reported where the loader is got."""
-    from ddpdoctor.lint.project import callee_ref, external_effects, program_effects
+    from ddpdoctor.lint.project import external_effects, program_effects, project_target
 
     project = index.project
     if project is None or "set_epoch" in index.calls_by_name or "set_epoch" in index.attr_names:
@@ -315,9 +315,7 @@ def _helper_samplers(index: ModuleIndex) -> list[Hit]:
     for call in index.calls:
         if index.resolve_call(call) or "dist_sampler" not in (external_effects(index, call) or ()):
             continue
-        mod = index.__dict__.get("_as_module")
-        ref = callee_ref(call)
-        found = project.resolve(mod, ref) if mod is not None and ref is not None else None
+        found = project_target(index, call)
         try:
             if found is None or b"set_epoch" in read_bytes(found[0].path):
                 continue  # a loader class of the helper's may set the epoch itself
