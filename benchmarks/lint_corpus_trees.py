@@ -3,7 +3,8 @@ Python files at the commit the corpus names, extracted from a bare git snapshot.
 
     python benchmarks/lint_corpus_trees.py --mirrors /work/.mirror --out /tmp/lint_trees
 
-A snapshot is looked for at MIRRORS/owner+name/repo (what the team's `fetch` tool writes) or
+A snapshot is looked for at MIRRORS/owner+name/repo (what the team's `fetch` tool writes; its
+`.git` when the snapshot is a clone with a work tree) or
 MIRRORS/owner+name(.git); any bare clone works (`git clone --bare URL MIRRORS/owner+name`). Only
 `*.py` and `pyproject.toml` files are extracted: large data files are often absent from
 snapshots, and lint reads nothing else. Never extract into the project itself."""
@@ -21,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def git_dir(mirrors: str, repo: str) -> str | None:
     name = repo.replace("/", "+")
-    for cand in (f"{name}/repo", name, f"{name}.git"):
+    for cand in (f"{name}/repo/.git", f"{name}/repo", name, f"{name}.git"):
         path = os.path.join(mirrors, cand)
         if os.path.isdir(path):
             return path

@@ -144,6 +144,9 @@ def rank_kind(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> set[s
         return {"local"} if isinstance(expr.op, ast.Mod) else {"unknown"}
     if isinstance(expr, (ast.Name, ast.Attribute)):
         values = _reaching(index, expr) or index.values_of(dotted(expr) or "", expr)
+        passed = index.passed_args(expr) if all(v is UNKNOWN for v in values) else None
+        if passed:  # a parameter: what this file's callers pass (`train(rank)`, rank from SLURM)
+            values = [UNKNOWN if arg is None else arg for arg in passed]
         kinds: set[str] = set()
         for v in values:
             kinds |= {"unknown"} if v is UNKNOWN else rank_kind(index, v, depth + 1)

@@ -460,6 +460,26 @@ class ModuleIndex:
                 sites[f].append(call)
         return sites
 
+    def passed_args(self, name: ast.AST) -> list[ast.expr | None] | None:
+        """What this file's calls pass for a parameter of the function a name is used in
+        (`def train(rank, ...)` called as `train(int(os.environ["SLURM_PROCID"]), ...)`): one
+        entry per call site, None where it cannot be told (a default, `*args`); None when the
+        name is no parameter of its function."""
+        scope = self.scope_of(name)
+        if not isinstance(name, ast.Name) or not isinstance(scope, FUNC_TYPES):
+            return None
+        params = [a.arg for a in (*scope.args.posonlyargs, *scope.args.args)]
+        if name.id not in params and name.id not in [a.arg for a in scope.args.kwonlyargs]:
+            return None
+        passed: list[ast.expr | None] = []
+        for site in self.call_sites.get(scope, []):
+            arg = kwarg(site, name.id)
+            if arg is None and name.id in params and not has_star_args(site):
+                at = params.index(name.id) - (1 if params[0] in ("self", "cls") else 0)
+                arg = site.args[at] if 0 <= at < len(site.args) else None
+            passed.append(arg)
+        return passed
+
     @cached_property
     def spawn_targets(self) -> set[ast.AST]:
         """Functions of this file started as new processes (mp.spawn(fn), Process(target=fn),

@@ -98,23 +98,14 @@ def _shards_itself(index: ModuleIndex, dataset: ast.expr | None, depth: int = 0)
 def _passed_in_sharded(index: ModuleIndex, dataset: ast.expr, depth: int) -> bool:
     """`def train(..., train_dataset, ...)`: sharded when a caller in this file passes a dataset
     that shards itself; unknown (so silent) when nothing here calls the function."""
-    scope = index.scope_of(dataset)
-    if not isinstance(dataset, ast.Name) or not isinstance(scope, FUNC_TYPES) or depth > 2:
+    if depth > 2:
         return False
-    params = [a.arg for a in (*scope.args.posonlyargs, *scope.args.args)]
-    if dataset.id not in params and dataset.id not in [a.arg for a in scope.args.kwonlyargs]:
+    passed = index.passed_args(dataset)
+    if passed is None:
         return False  # a loop variable, a with target: judged as before
-    sites = index.call_sites.get(scope, [])
-    if not sites:
+    if not passed:
         return True
-    for site in sites:
-        arg = kwarg(site, dataset.id)
-        if arg is None and dataset.id in params:
-            at = params.index(dataset.id) - (1 if params and params[0] == "self" else 0)
-            arg = site.args[at] if 0 <= at < len(site.args) else None
-        if arg is None or _shards_itself(index, arg, depth + 1):
-            return True
-    return False
+    return any(arg is None or _shards_itself(index, arg, depth + 1) for arg in passed)
 
 
 def _project_helper_shards(index: ModuleIndex, call: ast.Call) -> bool:
