@@ -26,12 +26,34 @@ def _str(expr: ast.AST | None) -> str | None:
 
 
 def _saves_cpu_tensors(index: ModuleIndex) -> bool:
-    """A `torch.save` in a function that moves tensors to the CPU first (`state_dict[k] =
-    v.cpu()`): this module writes CPU checkpoints, so its own loads bring nothing onto a GPU."""
-    cpu_scopes = {id(index.scope_of(c)) for c in index.calls_named("cpu")}
+    """A `torch.save` of tensors moved to the CPU first (`state_dict[k] = v.cpu()` in the same
+    function, then `torch.save(state_dict, path)`): this module writes CPU checkpoints, so its
+    own loads bring nothing onto a GPU. A `.cpu()` elsewhere in that function (images for a
+    figure) says nothing of what is saved."""
+    for save in index.calls_named("save"):
+        if index.qualname(save.func) != "torch.save" or not save.args:
+            continue
+        saved = save.args[0]
+        if _has_cpu_call(saved):
+            return True
+        key = dotted(saved)
+        scope = index.scope_of(save)
+        if key is None or scope is index.tree:
+            continue
+        for assign in ast.walk(scope):
+            if not isinstance(assign, ast.Assign) or not _has_cpu_call(assign.value):
+                continue
+            for target in assign.targets:
+                base = target.value if isinstance(target, ast.Subscript) else target
+                if dotted(base) == key:
+                    return True
+    return False
+
+
+def _has_cpu_call(expr: ast.AST) -> bool:
     return any(
-        index.qualname(c.func) == "torch.save" and id(index.scope_of(c)) in cpu_scopes
-        for c in index.calls_named("save")
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "cpu"
+        for n in ast.walk(expr)
     )
 
 
@@ -92,23 +114,50 @@ def _mapped_in_another_branch(index: ModuleIndex, call: ast.Call) -> bool:
     return False
 
 
+# What a call that restores saved state is called: `load_state_dict`, `load_weight(s)`,
+# `apply_snapshot`, `restore_checkpoint`, `load_pretrained`.
+RESTORE_WORDS = ("state_dict", "weight", "snapshot", "checkpoint", "pretrain", "restore")
+
+
+def _restores(index: ModuleIndex, call: ast.Call) -> bool:
+    name = index.callee_name(call).lower()
+    return name != "load" and any(w in name for w in RESTORE_WORDS)
+
+
+def _consumer(index: ModuleIndex, call: ast.Call) -> ast.AST | None:
+    """Where the loaded value goes, past subscripts and method calls on it
+    (`torch.load(p)["model"].float().state_dict()` passed to `model.load_state_dict`)."""
+    node: ast.AST = call
+    parent = index.parent(node)
+    while True:
+        if isinstance(parent, ast.Subscript) and parent.value is node:
+            node = parent
+        elif isinstance(parent, ast.Attribute):
+            grand = index.parent(parent)
+            if not (isinstance(grand, ast.Call) and grand.func is parent):
+                return parent
+            node = grand
+        else:
+            return parent
+        parent = index.parent(node)
+
+
 def _loads_state(index: ModuleIndex, call: ast.Call) -> bool:
     """The loaded value restores a module or optimizer (`model.load_state_dict(ckpt["model"])`,
-    directly or through the name it is stored under): a checkpoint, whose tensors were saved
-    from a GPU. Loading plain tensors (a table of word frequencies, features) is left alone."""
-    parent = index.parent(call)
-    while isinstance(parent, ast.Subscript):
-        parent = index.parent(parent)
-    if isinstance(parent, ast.Call) and "state_dict" in index.callee_name(parent).lower():
-        return True  # load_state_dict, or a helper of that name (load_matched_state_dict)
+    `net.load_weight(torch.load(p))`, `state.apply_snapshot(snapshot)`, directly or through the
+    name it is stored under): a checkpoint, whose tensors were saved from a GPU. Loading plain
+    tensors (a table of word frequencies, features) is left alone."""
+    parent = _consumer(index, call)
+    if isinstance(parent, ast.Call) and _restores(index, parent):
+        return True
     names: set[str] = set()
     if isinstance(parent, ast.Assign):
         names = {d for t in parent.targets if (d := dotted(t))}
     if not names:
         return False
     scope = index.scope_of(call)
-    for restore in index.calls_named("load_state_dict"):
-        if index.scope_of(restore) is not scope:
+    for restore in index.calls_by_scope.get(id(scope), ()):
+        if not _restores(index, restore):
             continue
         for arg in ast.walk(ast.Tuple(elts=list(restore.args), ctx=ast.Load())):
             if isinstance(arg, (ast.Name, ast.Attribute)) and dotted(arg) in names:
