@@ -228,7 +228,9 @@ def guarded_locally(index: ModuleIndex, node: ast.AST) -> bool:
     for anc in index.ancestors(node):
         if isinstance(anc, (ast.If, ast.IfExp)) and child is not anc.test:
             in_body = child is anc.body or (isinstance(anc.body, list) and child in anc.body)
-            if implies_rank0(anc.test, negated=not in_body):
+            if function_object(index, anc.test):
+                pass  # `if is_main_process:` without the call: always true, on every rank
+            elif implies_rank0(anc.test, negated=not in_body):
                 return True
             if in_body and _rank0_flag(index, anc.test):
                 return True
@@ -245,6 +247,20 @@ def guarded_locally(index: ModuleIndex, node: ast.AST) -> bool:
     body = getattr(scope, "body", [])
     # A single-process branch (`if not args.distributed:`) runs once, like rank 0's.
     return _after_early_exit_in(body, child) or single_process_branch(index, node)
+
+
+def function_object(index: ModuleIndex, test: ast.AST) -> bool:
+    """`if is_main_process:` where `is_main_process` is a function (of this file, or imported
+    from the project): a function object is always true, so it guards nothing."""
+    if not isinstance(test, ast.Name) or not rank0_name(test):
+        return False
+    if test.id in index.functions:
+        return test.id not in index.bindings  # a def, and no assignment of that name
+    if test.id not in index.from_imports or index.project is None:
+        return False
+    from ddpdoctor.lint.project import project_target
+
+    return project_target(index, ast.Call(func=test, args=[], keywords=[])) is not None
 
 
 def _rank0_flag(index: ModuleIndex, test: ast.AST) -> bool:
