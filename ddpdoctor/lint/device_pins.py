@@ -354,8 +354,11 @@ def _ddp_on_uncovered_path(index: ModuleIndex) -> list[Hit]:
 
 
 def check(index: ModuleIndex) -> list[Hit]:
-    if not index.is_ddp_script or index.uses_framework:
+    if index.uses_framework:
         return []
+    if not index.is_ddp_script:
+        # A trainer module a DDP program imports: its loads run on every rank too.
+        return _load_without_map_location(index) if index.in_ddp_program else []
     return (
         _load_without_map_location(index)
         + _several_devices(index)

@@ -35,6 +35,9 @@ CHECKS: list[Check] = [
     rank_zero.check,
     teardown.check,
 ]
+# A module with no DDP words that a DDP program imports for its training loop: what every rank
+# repeats there (loads, writes, progress) is judged; its samplers and set-up are its caller's.
+PROGRAM_LOOP_CHECKS: list[Check] = [device_pins.check, rank_zero.check]
 
 
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
@@ -78,7 +81,7 @@ def lint_source(
     notes: list[LintFinding] = []
     # Parsed without error as someone's import, and nothing for the checks here: done.
     seen = project is not None and os.path.abspath(path) in project.parsed
-    if tree is None and seen and not _needs_tree(source, project):
+    if tree is None and seen and not _needs_tree(source, path, project):
         return []
     if tree is None and seen:
         tree = project.take_tree(path)
@@ -103,25 +106,33 @@ def lint_source(
         )
         source = repaired
     index = None
+    checks = CHECKS
     if not any(m in source for m in MARKERS):
         # A script whose only contact with DDP is a set-up helper of its project with a name
         # of its own (`dist.init()` from torch_utils/distributed.py): read it as a DDP script.
         # So is a set-up module that makes the group through such a chain (`setup()` in
         # config.py calling `distributed.enable()`): what it does after that runs on every rank.
-        if project is None or not (_main_guard(tree) or _writing_link(source, project)):
+        # And a training loop the program imports (`engine.do_train`): it runs on every rank.
+        if project is None or not (
+            _main_guard(tree)
+            or _writing_link(source, project)
+            or _program_loop(source, path, project)
+        ):
             if project is not None:
                 project.remember(tree, path, source)
             return notes
         index = _indexed(tree, path, project)
         project.remember(tree, path, source, index)
         if not index.all_init_calls:
-            return notes
+            if not index.in_ddp_program:
+                return notes
+            checks = PROGRAM_LOOP_CHECKS
     if index is None:
         index = _indexed(tree, path, project)
         if project is not None:
             project.remember(tree, path, source, index)
     findings: set[LintFinding] = set()
-    for check in CHECKS:
+    for check in checks:
         try:
             hits = check(index)
         except RecursionError:
@@ -134,17 +145,34 @@ def lint_source(
     return sorted([*notes, *(f for f in findings if not _suppressed(f, lines))])
 
 
-def _needs_tree(source: str, project: Project) -> bool:
+def _needs_tree(source: str, path: str, project: Project) -> bool:
     """Whether the checks may have something to say about this file (else a parse that
     succeeded elsewhere is all the engine needs)."""
     return (
-        "__main__" in source or any(m in source for m in MARKERS) or _writing_link(source, project)
+        "__main__" in source
+        or any(m in source for m in MARKERS)
+        or _writing_link(source, project)
+        or _program_loop(source, path, project)
     )
 
 
 def _writing_link(source: str, project: Project) -> bool:
     """A module that writes something and imports a set-up module of the project."""
     return any(w in source for w in WRITE_WORDS) and project.links_to(source)
+
+
+# What a training loop of a module without DDP words may do that every rank repeats.
+LOOP_EFFECT_WORDS = ("torch.load", "tqdm", "trange", *WRITE_WORDS)
+
+
+def _program_loop(source: str, path: str, project: Project) -> bool:
+    """A module that trains and writes, loads or shows progress, imported by a DDP program of
+    the project (see ModuleIndex.in_ddp_program); the costlier test last."""
+    return (
+        "backward" in source
+        and any(w in source for w in LOOP_EFFECT_WORDS)
+        and project.in_ddp_program(path)
+    )
 
 
 def _main_guard(tree: ast.Module) -> bool:

@@ -335,7 +335,8 @@ def _every_rank(index: ModuleIndex, node: ast.AST, seen: set[ast.AST]) -> ast.Ca
     if scope in index.spawn_targets:
         return None
     if not sites:
-        return None if scope in index.entry_points and not launcher else False
+        entry = scope in index.entry_points or scope in index.trainer_roots
+        return None if entry and not launcher else False
     for site in sites:
         if _every_rank(index, site, seen) is not False:
             return site

@@ -336,6 +336,34 @@ class ModuleIndex:
         return bool(self.all_init_calls or self.wrapper_calls)
 
     @cached_property
+    def in_ddp_program(self) -> bool:
+        """A module that trains (runs backward) and that a data-parallel program of the project
+        imports, though it says nothing of DDP itself: its loop runs on every rank."""
+        if self.is_ddp_script or self.project is None or self.path is None:
+            return False
+        if not self.calls_by_name.get("backward"):
+            return False
+        return self.project.in_ddp_program(self.path)
+
+    @cached_property
+    def trainer_roots(self) -> set[ast.AST]:
+        """In a module of a DDP program (in_ddp_program), the functions that hold a training
+        loop and that nothing here calls: the program calls them, on every rank."""
+        if not self.in_ddp_program:
+            return set()
+        trainers = self.functions_calling(("backward",))
+        roots: set[ast.AST] = set()
+        for call in self.calls:
+            if self.callee_name(call) != "backward" and not any(
+                f in trainers for f in self.resolve_call(call)
+            ):
+                continue
+            scope = self.scope_of(call)
+            if self.enclosing_loops(call) and scope not in self.call_sites:
+                roots.add(scope)
+        return roots
+
+    @cached_property
     def calls_by_scope(self) -> dict[int, list[ast.Call]]:
         """id(function or module) -> the calls directly in its body."""
         out: dict[int, list[ast.Call]] = defaultdict(list)

@@ -45,6 +45,10 @@ WRITE_WORDS = ("open(", "save", "SummaryWriter", "wandb", "FileHandler", "imwrit
 WRITE_BYTES = tuple(w.encode() for w in WRITE_WORDS)
 # What a module that starts processes must say; a file without any is never parsed for it.
 SPAWN_WORDS = tuple(f"{w}(".encode() for w in SPAWN_CALLS)
+# What a file that sets up or uses data parallelism says (in_ddp_program).
+DDP_WORDS = ("init_process_group", "DistributedDataParallel", "DDP(", "DistributedSampler")
+DDP_WORDS += ("init_dist", "setup_dist", "dist_init", "ddp_setup", "setup_ddp", "init_ddp")
+DDP_BYTES = tuple(w.encode() for w in DDP_WORDS)
 # Looking for who spawns a function stops after this many files: a monorepo is not a project.
 MAX_SCAN_FILES = 20_000
 ROOT_MARKERS = ("pyproject.toml", ".git", "setup.py", "setup.cfg")
@@ -308,6 +312,10 @@ def find_root(paths: list[str]) -> str:
 
 
 WORD = re.compile(rb"\w+")
+IMPORT_FROM = re.compile(
+    rb"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M
+)
+IMPORT_PLAIN = re.compile(rb"^[ \t]*import[ \t]+([\w., \t]+)", re.M)
 
 
 def _imported_words(data: bytes) -> set[bytes]:
@@ -342,6 +350,10 @@ class Project:
         self._stems: dict[bytes, list[set[bytes]]] = {}
         self._judged: dict[bytes, bool] = {}
         self._spawned: dict[str, set[tuple[str, str]]] = {}
+        # The files that set up or use data parallelism, with their bytes, and the modules of
+        # the project they import (two steps deep), found on demand (in_ddp_program).
+        self._ddp_files: list[tuple[str, bytes]] = []
+        self._ddp_modules: set[str] | None = None
         self.parsed: set[str] = set()  # files parsed here without error: no need to again
         self.trees: dict[str, ast.Module] = {}  # of those, the ones the checks will read
         self.pending: set[str] = set()  # files the engine is still to lint (absolute paths)
@@ -494,10 +506,51 @@ class Project:
                 if any(w in data for w in SPAWN_WORDS):
                     self._spawners.append((file, data))
                 stem = (os.path.basename(folder) if name == "__init__.py" else name[:-3]).encode()
+                if any(w in data for w in DDP_BYTES):
+                    self._ddp_files.append((file, data))
                 if b"init_process_group" in data or b"destroy_process_group" in data:
                     self._links.add(stem)  # what chains lead to (set_device alone: too common)
                 elif not any(w.encode() in data for w in GROUP_WORDS):
                     self._stems.setdefault(stem, []).append(_imported_words(data))
+
+    def in_ddp_program(self, path: str) -> bool:
+        """Whether a module of the project is run by a data-parallel program: a file that sets
+        up or uses DDP imports it, or imports a module that imports it (a trainer class in
+        `models/fixmatch.py`, a loop in `engine/trainer.py` reached through a package's
+        `__init__`). Imports are read from the import lines and resolved to files, as
+        `module_path` does; nothing else of those files is parsed."""
+        if self._ddp_modules is None:
+            if self._links is None:
+                self._scan()
+            ddp = {file for file, _ in self._ddp_files}
+            first = set().union(*(self._imported_files(f, d) for f, d in self._ddp_files))
+            second: set[str] = set()
+            for module in first - ddp:
+                try:
+                    second |= self._imported_files(module, read_bytes(module))
+                except OSError:
+                    continue
+            self._ddp_modules = first | second  # a DDP file imported by another counts too
+        return os.path.abspath(path) in self._ddp_modules
+
+    def _imported_files(self, importer: str, data: bytes) -> set[str]:
+        """The project files that a module's import statements name (`from pkg import mod`
+        names pkg/mod.py when there is one, else pkg/__init__.py)."""
+        found: set[str] = set()
+        for dots, module, names in IMPORT_FROM.findall(data):
+            level, base = len(dots), module.decode()
+            for name in WORD.findall(names):
+                sub = f"{base}.{name.decode()}" if base else name.decode()
+                if (hit := self.module_path(importer, sub, level)) is not None:
+                    found.add(hit)
+            if base and (hit := self.module_path(importer, base, level)) is not None:
+                found.add(hit)
+        for modules in IMPORT_PLAIN.findall(data):
+            for module in modules.split(b","):
+                name = module.strip().split(b" ")[0].decode()
+                if name and (hit := self.module_path(importer, name, 0)) is not None:
+                    found.add(hit)
+        return found
 
     # -- processes ----------------------------------------------------------------------------
     def spawned_elsewhere(self, path: str, names: set[str]) -> set[str]:

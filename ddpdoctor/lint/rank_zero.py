@@ -299,7 +299,7 @@ def _where_via(via: ast.Call | None) -> str:
 
 
 def check(index: ModuleIndex) -> list[Hit]:
-    if not index.is_ddp_script or index.uses_framework:
+    if not (index.is_ddp_script or index.in_ddp_program) or index.uses_framework:
         return []
     if not (index.calls_by_name.get("backward") or index.wrapper_calls):
         # Sets up a group but trains nothing here: only what follows the set-up is judged.
@@ -321,8 +321,10 @@ def check(index: ModuleIndex) -> list[Hit]:
     loops = _training_loops(index)
     if not loops:
         return hits
-    loggers = _plain_loggers(index)
-    quiet = _rank_aware_logging(index)
+    # A module the program imports cannot see how the program set logging up (per rank or
+    # not): only its progress bars count, not its log calls.
+    loggers = _plain_loggers(index) if index.is_ddp_script else set()
+    quiet = _rank_aware_logging(index) or not index.is_ddp_script
     silenced = _print_silenced(index)
     for call in index.calls:
         what = _progress(index, call, loggers, quiet)
