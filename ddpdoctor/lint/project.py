@@ -365,7 +365,7 @@ class Project:
     def module_path(self, importer: str, module: str, level: int) -> str | None:
         """The file `import module` (with `level` leading dots) names, seen from importer:
         relative to its package, else from its own folder (how `python script.py` runs) or
-        any folder above it up to the root."""
+        any folder above it up to the root, else from a `src/` or `lib/` folder of those."""
         key = (os.path.dirname(importer), module, level)
         if key not in self._modules:
             self._modules[key] = self._find(importer, module, level)
@@ -385,6 +385,9 @@ class Project:
                 if here == self.root:
                     break
                 here = os.path.dirname(here)
+            # Last, the folders scripts put on sys.path themselves: a src layout, and the
+            # `lib/` that HRNet-style `_init_paths.py` files add.
+            bases += [os.path.join(b, extra) for b in list(bases) for extra in ("src", "lib")]
         for base in bases:
             stem = os.path.join(base, *parts)
             cands = (stem + ".py",) if parts else ()
