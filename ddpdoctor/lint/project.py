@@ -173,11 +173,25 @@ def facts_of(tree: ast.Module, path: str, with_functions: bool = True) -> Module
     froms, modules = _imports(tree)
     mod = ModuleFacts(path, {}, froms, modules, complete=with_functions)
     if with_functions:
-        defs = [n for n in tree.body if isinstance(n, FUNC_TYPES)]
-        names = {d.name for d in defs}
-        for func in defs:
-            mod.functions[func.name] = _function_facts(func, names, mod)
+        defs = _top_level_defs(tree)
+        names = set(defs)
+        for name, func in defs.items():
+            mod.functions[name] = _function_facts(func, names, mod)
     return mod
+
+
+def _top_level_defs(tree: ast.Module) -> dict[str, ast.AST]:
+    """The module's top-level functions by name, and each class's `__init__` under the class's
+    name: calling `DepthDataLoader(config, "train")` runs that `__init__`."""
+    defs: dict[str, ast.AST] = {}
+    for node in tree.body:
+        if isinstance(node, FUNC_TYPES):
+            defs[node.name] = node
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, FUNC_TYPES) and item.name == "__init__":
+                    defs.setdefault(node.name, item)
+    return defs
 
 
 def _nodes(root: ast.AST) -> list[ast.AST]:
@@ -261,10 +275,12 @@ def facts_from_index(index: ModuleIndex, path: str) -> ModuleFacts:
     function that holds it."""
     tree = index.tree
     mod = ModuleFacts(path, {}, index.from_imports, index.module_imports)
-    defs = {id(n): n for n in tree.body if isinstance(n, FUNC_TYPES)}
+    named = _top_level_defs(tree)
+    defs = {id(n): n for n in named.values()}
     if not defs:
         return mod
-    names = {d.name for d in defs.values()}
+    names = set(named)
+    name_of = {id(n): name for name, n in named.items()}
     imported = index.from_imports.keys() | index.module_imports.keys()
     facts = {key: FuncFacts() for key in defs}
     others: set[int] = set()
@@ -290,7 +306,7 @@ def facts_from_index(index: ModuleIndex, path: str) -> ModuleFacts:
         if _rank_test(node) and (key := top(index.scope_of(node))) is not None:
             facts[key].direct.add("rank_aware")
     for key, func in defs.items():
-        mod.functions[func.name] = _finish(facts[key], func, key in others)
+        mod.functions[name_of[key]] = _finish(facts[key], func, key in others)
     return mod
 
 
@@ -354,6 +370,7 @@ class Project:
         # the project they import (two steps deep), found on demand (in_ddp_program).
         self._ddp_files: list[tuple[str, bytes]] = []
         self._ddp_modules: set[str] | None = None
+        self._set_epoch = False  # whether any file of the project says set_epoch
         self.parsed: set[str] = set()  # files parsed here without error: no need to again
         self.trees: dict[str, ast.Module] = {}  # of those, the ones the checks will read
         self.pending: set[str] = set()  # files the engine is still to lint (absolute paths)
@@ -511,10 +528,17 @@ class Project:
                 stem = (os.path.basename(folder) if name == "__init__.py" else name[:-3]).encode()
                 if any(w in data for w in DDP_BYTES):
                     self._ddp_files.append((file, data))
+                self._set_epoch = self._set_epoch or b"set_epoch" in data
                 if b"init_process_group" in data or b"destroy_process_group" in data:
                     self._links.add(stem)  # what chains lead to (set_device alone: too common)
                 elif not any(w.encode() in data for w in GROUP_WORDS):
                     self._stems.setdefault(stem, []).append(_imported_words(data))
+
+    def mentions_set_epoch(self) -> bool:
+        """Whether any file of the project says `set_epoch` (from the one scan)."""
+        if self._links is None:
+            self._scan()
+        return self._set_epoch
 
     def in_ddp_program(self, path: str) -> bool:
         """Whether a module of the project is run by a data-parallel program: a file that sets

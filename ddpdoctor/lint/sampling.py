@@ -20,6 +20,7 @@ from ddpdoctor.lint.index import (
     is_const,
     kwarg,
     last_name,
+    position,
 )
 
 LOCAL_SAMPLERS = frozenset(
@@ -294,18 +295,24 @@ def _names(expr: ast.AST) -> list[ast.Name]:
 def _helper_samplers(index: ModuleIndex) -> list[Hit]:
     """DDL003 across files: the training loader comes from a helper of the project that builds
     a shuffling DistributedSampler (`train_loader, _ = get_loader(args)`), and neither this file
-    nor any project function it calls ever calls set_epoch. Reported where the loader is got."""
+    nor any project function it calls ever calls set_epoch. Reported where the loader is got.
+    When the epoch loop is in another module (`Solver(loader).train()`), only a project that
+    never mentions set_epoch at all is reported."""
     from ddpdoctor.lint.project import external_effects, program_effects, project_target
 
     project = index.project
     if project is None or "set_epoch" in index.calls_by_name or "set_epoch" in index.attr_names:
         return []
     effects = program_effects(index)
-    if "dist_sampler" not in effects or "set_epoch" in effects or not _trains_here(index):
+    if "dist_sampler" not in effects or "set_epoch" in effects:
         return []
-    for call in index.calls:
+    if not (_trains_here(index) or not project.mentions_set_epoch()):
+        return []  # the loop is elsewhere (a Solver's train()), and may set the epoch there
+    for call in sorted(index.calls, key=position):
         if index.resolve_call(call) or "dist_sampler" not in (external_effects(index, call) or ()):
             continue
+        if _for_evaluation(index, call) or is_const(kwarg(call, "shuffle"), False):
+            continue  # `cv_loader = distrib.loader(cv_set)`: the validation loader
         found = project_target(index, call)
         try:
             if found is None or b"set_epoch" in read_bytes(found[0].path):
