@@ -102,7 +102,7 @@ GROUP_WORDS = EFFECT_WORDS
 # modules), or that calls set_epoch for its caller (`train_one_epoch(loader, epoch)`).
 EFFECT_WORDS += ("DistributedSampler", "set_epoch")
 # A helper that writes a file (`save_model(args, model)`): on every rank unless it tests the rank.
-EFFECT_WORDS += ("torch.save",)
+EFFECT_WORDS += ("torch.save", "FileHandler", "SummaryWriter")
 # Logging set up by the rank (`basicConfig(level=INFO if rank in [-1, 0] else WARN)`) in a
 # helper: the program's log calls are then rank-0-only (`set_logging(rank)`, yolov5/yolov7).
 EFFECT_WORDS += ("basicConfig", "setLevel")
@@ -113,6 +113,10 @@ LOG_SETUP = ("basicConfig", "setLevel")
 # local_rank == -1 else DistributedSampler(ds)`).
 PLAIN_SAMPLERS = ("RandomSampler", "SequentialSampler", "SubsetRandomSampler")
 PLAIN_SAMPLERS += ("WeightedRandomSampler", "BatchSampler", "DistributedSampler")
+
+
+# Made in a helper, these open a file of their own (a log file, TensorBoard's event file).
+FILE_MAKERS = ("FileHandler", "RotatingFileHandler", "TimedRotatingFileHandler", "SummaryWriter")
 
 
 def _writes_file(call: ast.Call) -> bool:
@@ -229,6 +233,8 @@ def _call_fact(facts: FuncFacts, node: ast.Call, func: ast.AST, names: set[str],
         facts.direct.add("set_epoch")
     elif _writes_file(node):
         facts.direct.add("writes")
+    elif last in FILE_MAKERS:
+        facts.direct.add("opens_log")  # judged at the call, by the file it is given
     elif last == "DistributedSampler" and _shuffling_train_sampler(node, func):
         facts.direct.add("dist_sampler")
     elif last.endswith("Sampler") and last not in PLAIN_SAMPLERS:

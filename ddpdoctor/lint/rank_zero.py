@@ -175,17 +175,43 @@ def _writes_itself(index: ModuleIndex, call: ast.Call) -> bool:
     doing torch.save), rather than through a chain that is judged where it writes."""
     found = project_target(index, call)
     facts = found[0].functions.get(found[1]) if found else None
-    return facts is not None and "writes" in facts.direct
+    return facts is not None and bool({"writes", "opens_log"} & facts.direct)
+
+
+LOG_SUFFIXES = (".log", ".txt")
+
+
+def _given_log_file(call: ast.Call, effects: frozenset[str] | tuple) -> bool:
+    """A helper that makes a FileHandler or SummaryWriter, handed a log file's name spelled out
+    here (`init_logger(log_file=out + f"/{name}.log")`), with no rank among its arguments: every
+    rank opens that one file. A helper given only a config (`init_logger(args)`) may choose a
+    file per rank, or none off rank 0: not judged."""
+    if "opens_log" not in effects:
+        return False
+    args = [*call.args, *(k.value for k in call.keywords)]
+    if any(rank0_name(n) or _rankish_name(n) for a in args for n in ast.walk(a)):
+        return False
+    return any(
+        isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith(LOG_SUFFIXES)
+        for a in args
+        for n in ast.walk(a)
+    )
+
+
+def _rankish_name(node: ast.AST) -> bool:
+    name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", "")
+    return isinstance(name, str) and "rank" in name.lower()
 
 
 def _helper_writes(index: ModuleIndex) -> list[Hit]:
     """A call into a helper of the project that writes a file (`save_model(args, model)` doing
     torch.save) and tests no rank itself, made on every rank here."""
-    if "writes" not in program_effects(index):
+    if not {"writes", "opens_log"} & program_effects(index):
         return []
     hits: list[Hit] = []
     for call in index.calls:
-        if index.resolve_call(call) or "writes" not in (external_effects(index, call) or ()):
+        effects = external_effects(index, call) or ()
+        if index.resolve_call(call) or not ("writes" in effects or _given_log_file(call, effects)):
             continue
         if not _writes_itself(index, call):
             continue  # deeper down: reported where the write is, if anywhere
