@@ -442,8 +442,9 @@ class ModuleIndex:
                 cls = self.enclosing_class(self.scope_of(call))
                 same = [m for m in methods if self.enclosing_class(m) is cls]
                 return same or methods
-            if recv is not None and recv.split(".", 1)[0] in self.aliases:
-                return []  # a module's function, not ours
+            head = recv.split(".", 1)[0] if recv is not None else None
+            if head is not None and (head in self.aliases or head in self.module_imports):
+                return []  # a module's function (`torch.save`), not a method of ours
             if recv in self.classes:
                 return self._methods_of(self.classes[recv], func.attr)
             return self._methods_on(func.value, func.attr, methods)

@@ -37,6 +37,23 @@ IMAGE_WRITERS = frozenset({"save_image", "savefig", "imwrite", "imsave"})
 WRITE_CALLS = ("save", "open", "SummaryWriter", "FileHandler", "init", "log", *IMAGE_WRITERS)
 
 
+def _in_memory(index: ModuleIndex, target: ast.AST | None) -> bool:
+    """A buffer in memory: `io.BytesIO()` itself, or the name a `with io.BytesIO() as f:` or an
+    assignment gave it."""
+    if isinstance(target, ast.Call):
+        return index.callee_name(target) in ("BytesIO", "StringIO")
+    if not isinstance(target, ast.Name):
+        return False
+    for anc in index.ancestors(target):
+        if isinstance(anc, ast.With):
+            for item in anc.items:
+                var = item.optional_vars
+                if isinstance(var, ast.Name) and var.id == target.id:
+                    return _in_memory(index, item.context_expr)
+    values = index.values_of(target.id, target)
+    return bool(values) and all(isinstance(v, ast.Call) and _in_memory(index, v) for v in values)
+
+
 def _write(index: ModuleIndex, call: ast.Call) -> str | None:
     """What kind of write a call is (`torch.save`, "open(..., 'w')", `SummaryWriter`,
     `wandb.log`, a log file, an image), or None. A path built with the rank is per rank."""
@@ -55,6 +72,8 @@ def _write(index: ModuleIndex, call: ast.Call) -> str | None:
         return None if _mentions_rank(index, path) else f"{dotted(call.func) or name}(...)"
     if name == "save" and index.qualname(call.func) == "torch.save":
         path = call.args[1] if len(call.args) > 1 else kwarg(call, "f")
+        if _in_memory(index, path):
+            return None  # `with io.BytesIO() as f: torch.save(state, f)`: bytes to send
         return None if _mentions_rank(index, path) else "torch.save"
     if name == "open" and isinstance(call.func, ast.Name) and call.args:
         mode = call.args[1] if len(call.args) > 1 else kwarg(call, "mode")
