@@ -110,6 +110,15 @@ def spawn_target(call: ast.Call) -> ast.expr | None:
     return fn if isinstance(fn, ast.Name | ast.Attribute) else None
 
 
+def destroys_default_group(call: ast.Call) -> bool:
+    """`destroy_process_group()` (or of `None`, `group.WORLD`); one given a subgroup made with
+    new_group (`destroy_process_group(cpu_pg)`) leaves the default group up."""
+    group = call.args[0] if call.args else kwarg(call, "group")
+    if group is None or (isinstance(group, ast.Constant) and group.value is None):
+        return True
+    return last_name(group) == "WORLD"
+
+
 def has_star_args(call: ast.Call) -> bool:
     """`f(*args)` / `f(**kwargs)`: any argument may be hiding in there."""
     return any(kw.arg is None for kw in call.keywords) or any(

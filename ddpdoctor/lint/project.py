@@ -19,6 +19,7 @@ from ddpdoctor.lint.index import (
     SPAWN_CALLS,
     ModuleIndex,
     child_fields,
+    destroys_default_group,
     dotted,
     spawn_target,
 )
@@ -225,7 +226,10 @@ def _call_fact(facts: FuncFacts, node: ast.Call, func: ast.AST, names: set[str],
     callee = node.func
     last = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
     effect = DIRECT.get(last)
-    if effect:
+    if effect == "destroy" and (node.args or node.keywords):
+        if destroys_default_group(node):
+            facts.direct.add(effect)
+    elif effect:
         facts.direct.add(effect)
     elif last in LOG_SETUP and _passes_rank(node):
         facts.direct.add("rank_logging")

@@ -13,7 +13,14 @@ import ast
 
 from ddpdoctor.lint.finding import Hit
 from ddpdoctor.lint.guards import implies_rank0
-from ddpdoctor.lint.index import FUNC_TYPES, ModuleIndex, dotted, last_name, position
+from ddpdoctor.lint.index import (
+    FUNC_TYPES,
+    ModuleIndex,
+    destroys_default_group,
+    dotted,
+    last_name,
+    position,
+)
 from ddpdoctor.lint.project import Project, external_effects, program_effects
 
 TEARDOWN_WORDS = ("destroy", "cleanup", "clean_up", "teardown", "shutdown", "finalize")
@@ -108,7 +115,9 @@ def _destroys(index: ModuleIndex, reach: set[ast.AST]) -> bool:
     for func in reach:
         for call in index.calls_by_scope.get(id(func), ()):
             name = index.callee_name(call)
-            if name == DESTROY or any(last_name(a) == DESTROY for a in call.args):
+            if (name == DESTROY and destroys_default_group(call)) or any(
+                last_name(a) == DESTROY for a in call.args
+            ):
                 return True
             if index.resolve_call(call):
                 continue  # a local function: in reach, judged by its own calls
@@ -127,10 +136,11 @@ def _script_misses_destroy(index: ModuleIndex, inits: list[ast.Call]) -> bool:
     if not _is_script(index, inits):
         return False  # a helper module: its caller decides when training ends
     # Called on every rank, or handed over (`atexit.register(dist.destroy_process_group)`).
-    calls = index.calls_by_name.get(DESTROY, ())
+    named = index.calls_by_name.get(DESTROY, ())
+    calls = [c for c in named if destroys_default_group(c)]
     if any(not _one_side_of_rank0(index, c) for c in calls):
         return False
-    if not calls and DESTROY in (index.attr_names | index.name_loads):
+    if not named and DESTROY in (index.attr_names | index.name_loads):
         return False
     if "destroy" in program_effects(index):
         return False  # a helper of the project destroys it (read there)
