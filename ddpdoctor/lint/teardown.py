@@ -104,6 +104,18 @@ def _workers(index: ModuleIndex, inits: list[ast.Call]) -> set[ast.AST]:
     return workers
 
 
+def _of_a_value(call: ast.Call) -> bool:
+    """`mat["kd"].cleanup()`, `make().shutdown()`: a method of some object's item or result,
+    not a teardown helper of the program (`super().tearDown()` still is one)."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    value = func.value
+    if isinstance(value, ast.Call) and last_name(value.func) == "super":
+        return False  # `super().tearDown()`: the test framework's own teardown
+    return isinstance(value, (ast.Subscript, ast.Call))
+
+
 def _is_script(index: ModuleIndex, inits: list[ast.Call]) -> bool:
     return index.has_main_guard or any(index.scope_of(c) is index.tree for c in inits)
 
@@ -150,7 +162,8 @@ def _script_misses_destroy(index: ModuleIndex, inits: list[ast.Call]) -> bool:
         if name == DESTROY:
             continue  # judged above
         if any(w in name.lower() for w in TEARDOWN_WORDS) and not all(
-            index.resolve_call(c) or external_effects(index, c) is not None for c in named
+            index.resolve_call(c) or external_effects(index, c) is not None or _of_a_value(c)
+            for c in named
         ):
             return False
     return True
