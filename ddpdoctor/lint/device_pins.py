@@ -59,8 +59,6 @@ def _has_cpu_call(expr: ast.AST) -> bool:
 
 def _load_without_map_location(index: ModuleIndex) -> list[Hit]:
     hits: list[Hit] = []
-    if _saves_cpu_tensors(index):
-        return hits
     for call in index.calls_named("load"):
         if index.qualname(call.func) != "torch.load" or len(call.args) > 1:
             continue
@@ -81,6 +79,8 @@ def _load_without_map_location(index: ModuleIndex) -> list[Hit]:
                 "GPU they were saved from (GPU 0), memory piles up there",
             )
         )
+    if hits and _saves_cpu_tensors(index):
+        return []  # asked last: it reads every function that saves
     return hits
 
 

@@ -54,6 +54,16 @@ DDP_BYTES = tuple(w.encode() for w in DDP_WORDS)
 MAX_SCAN_FILES = 20_000
 ROOT_MARKERS = ("pyproject.toml", ".git", "setup.py", "setup.cfg")
 
+
+class _AllNames(frozenset):
+    """Contains every name: the fast path of Project._find, switched off."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+ALL_NAMES = _AllNames()
+
 # A reference to a callee as written: ("name", local) or ("attr", receiver, attribute).
 Ref = tuple[str, ...]
 
@@ -381,6 +391,7 @@ class Project:
         self._ddp_files: list[tuple[str, bytes]] = []
         self._ddp_modules: set[str] | None = None
         self._set_epoch = False  # whether any file of the project says set_epoch
+        self._module_names: set[str] | frozenset[str] | None = None
         self.parsed: set[str] = set()  # files parsed here without error: no need to again
         self.trees: dict[str, ast.Module] = {}  # of those, the ones the checks will read
         self.pending: set[str] = set()  # files the engine is still to lint (absolute paths)
@@ -400,6 +411,8 @@ class Project:
 
     def _find(self, importer: str, module: str, level: int) -> str | None:
         parts = [p for p in module.split(".") if p]
+        if not level and parts and parts[0] not in self._names():
+            return None  # `import torch`: no folder or module of the project has that name
         here = os.path.dirname(os.path.abspath(importer))
         if level:
             for _ in range(level - 1):
@@ -422,6 +435,23 @@ class Project:
                 if self._inside(cand) and os.path.isfile(cand):
                     return cand
         return None
+
+    def _names(self) -> set[str] | frozenset[str]:
+        """The names of the project's folders and modules, from one walk of the tree (no file
+        read): most imports (torch, numpy, os) name none of them and need no look on disk."""
+        if self._module_names is None:
+            names: set[str] = set()
+            seen = 0
+            for _folder, dirs, files in os.walk(self.root):
+                dirs[:] = [d for d in dirs if not skip_dir(d)]
+                names.update(dirs)
+                names.update(f[:-3] for f in files if f.endswith(".py"))
+                seen += len(files)
+                if seen > MAX_SCAN_FILES:
+                    self._module_names = ALL_NAMES  # a monorepo: look on disk each time
+                    return self._module_names
+            self._module_names = names
+        return self._module_names
 
     def facts(self, path: str) -> ModuleFacts | None:
         if path not in self._facts:
