@@ -15,7 +15,7 @@ import ast
 
 from ddpdoctor.lint.finding import Hit
 from ddpdoctor.lint.guards import guarded_locally, rank0_only, single_process_branch
-from ddpdoctor.lint.index import DDP_NAMES, ModuleIndex, dotted, kwarg, position
+from ddpdoctor.lint.index import DDP_NAMES, FUNC_TYPES, ModuleIndex, dotted, kwarg, position
 from ddpdoctor.lint.project import call_effects, program_effects
 
 RANK_IN_PATH = ("rank", "gpu", "local")
@@ -142,6 +142,22 @@ def _consumer(index: ModuleIndex, call: ast.Call) -> ast.AST | None:
         parent = index.parent(node)
 
 
+def _aliases_of(scope: ast.AST, names: set[str]) -> set[str]:
+    """Names assigned from a part of these in the same function (one step)."""
+    found: set[str] = set()
+    if not isinstance(scope, FUNC_TYPES):
+        return found
+    for node in ast.walk(scope):
+        if not isinstance(node, ast.Assign):
+            continue
+        value = node.value
+        while isinstance(value, ast.Subscript):
+            value = value.value
+        if isinstance(value, (ast.Name, ast.Attribute)) and dotted(value) in names:
+            found |= {d for t in node.targets if (d := dotted(t))}
+    return found
+
+
 def _loads_state(index: ModuleIndex, call: ast.Call) -> bool:
     """The loaded value restores a module or optimizer (`model.load_state_dict(ckpt["model"])`,
     `net.load_weight(torch.load(p))`, `state.apply_snapshot(snapshot)`, directly or through the
@@ -156,6 +172,7 @@ def _loads_state(index: ModuleIndex, call: ast.Call) -> bool:
     if not names:
         return False
     scope = index.scope_of(call)
+    names |= _aliases_of(scope, names)  # `ckpt = loaded["state_dict"]`, then restored
     for restore in index.calls_by_scope.get(id(scope), ()):
         if not _restores(index, restore):
             continue
@@ -169,6 +186,9 @@ def _several_devices(index: ModuleIndex) -> list[Hit]:
     hits: list[Hit] = []
     for call in index.calls_named(*DDP_NAMES):
         ids = kwarg(call, "device_ids")
+        if isinstance(ids, ast.Name):  # `device_ids = [0, 1]` earlier, then device_ids=ids
+            values = index.values_of(ids.id, ids)
+            ids = values[0] if len(values) == 1 and isinstance(values[0], ast.AST) else ids
         many = (isinstance(ids, (ast.List, ast.Tuple)) and len(ids.elts) > 1) or (
             isinstance(ids, ast.Call)
             and "range" in ast.unparse(ids)
@@ -229,6 +249,8 @@ def _hard_coded_device(index: ModuleIndex) -> list[Hit]:
             continue
         if single_process_branch(index, call) or rank0_only(index, call):
             continue  # one process, or rank 0's own work: GPU 0 is its GPU
+        if _fewer_gpus_branch(index, call):
+            continue  # `if device_count() < world_size:` ranks share GPUs on purpose
         what = (
             "a hard-coded cuda:0" if text == "cuda:0" else 'torch.device("cuda") with no set_device'
         )
@@ -241,6 +263,17 @@ def _hard_coded_device(index: ModuleIndex) -> list[Hit]:
         )
         break  # one per file: the same device value is usually reused everywhere
     return hits
+
+
+def _fewer_gpus_branch(index: ModuleIndex, node: ast.AST) -> bool:
+    """Inside an `if` that compares the GPU count with the number of processes: a deliberate
+    fallback for a machine with fewer GPUs than ranks."""
+    for anc in index.ancestors(node):
+        if isinstance(anc, ast.If) and isinstance(anc.test, ast.Compare):
+            text = ast.unparse(anc.test)
+            if "device_count" in text and ("world_size" in text or "nproc" in text):
+                return True
+    return False
 
 
 def _global_rank_moves(index: ModuleIndex) -> list[Hit]:

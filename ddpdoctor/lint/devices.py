@@ -38,6 +38,17 @@ def _assigned_key(index: ModuleIndex, call: ast.Call) -> str | None:
     return None
 
 
+def _built_on(expr: ast.AST) -> bool:
+    """`Net(config, device)`, `Net(cfg, device=dev)`: a model handed its device, which builds
+    its parameters there; a later `.cuda(device)` moves nothing."""
+    if not isinstance(expr, ast.Call):
+        return False
+    args = [*expr.args, *(k.value for k in expr.keywords)]
+    return any(k.arg == "device" for k in expr.keywords) or any(
+        "device" in last_name(a).lower() for a in args if isinstance(a, (ast.Name, ast.Attribute))
+    )
+
+
 def _wrapped_before_moved(index: ModuleIndex, call: ast.Call) -> Hit | None:
     module = call.args[0] if call.args else kwarg(call, "module")
     if module is None or _moved_expr(module):
@@ -45,7 +56,7 @@ def _wrapped_before_moved(index: ModuleIndex, call: ast.Call) -> Hit | None:
     key = dotted(module)
     if key is not None:
         values = index.values_of(key, module)
-        if not values or any(v is UNKNOWN or _moved_expr(v) for v in values):
+        if not values or any(v is UNKNOWN or _moved_expr(v) or _built_on(v) for v in values):
             return None  # a parameter (moved by the caller?) or built on the device
     result = _assigned_key(index, call)
     names = {k for k in (key, result, f"{result}.module") if k}
@@ -125,6 +136,9 @@ def rank_kind(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> set[s
             return {"local"}
         if name in ("int", "str", "device") and expr.args:
             return rank_kind(index, expr.args[-1], depth + 1)
+        if name == "format" and isinstance(expr.func, ast.Attribute) and expr.args:
+            # `"cuda:{}".format(get_rank())`
+            return set().union(*(rank_kind(index, a, depth + 1) for a in expr.args))
         local = index.resolve_call(expr)
         if local:  # `def get_rank(): ... return dist.get_rank()` in this file: what it returns
             kinds: set[str] = set()
@@ -175,6 +189,17 @@ def _single(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> ast.AST
     return None
 
 
+def _device_value(index: ModuleIndex, expr: ast.AST) -> bool:
+    """A name whose every value is a `torch.device(...)` made from a rank (DDL004 reports the
+    global-rank ones where they are made)."""
+    if not isinstance(expr, ast.Name):
+        return False
+    values = _reaching(index, expr) or index.values_of(expr.id, expr)
+    return bool(values) and all(
+        isinstance(v, ast.Call) and index.callee_name(v) == "device" and v.args for v in values
+    )
+
+
 def _global_rank_as_device(index: ModuleIndex) -> list[Hit]:
     hits: list[Hit] = []
     for call in index.calls_named(*DDP_NAMES):
@@ -189,6 +214,8 @@ def _global_rank_as_device(index: ModuleIndex) -> list[Hit]:
                 )
             )
     for call in index.calls_named("set_device"):
+        if call.args and _device_value(index, call.args[0]):
+            continue  # `device = torch.device(f"cuda:{rank}")`: reported where it is made
         if call.args and rank_kind(index, call.args[0]) == {"global"}:
             hits.append(
                 Hit(

@@ -22,7 +22,8 @@ RANK0_WORDS = (
     "local_main",
 )
 RANK_FUNCS = frozenset({"get_rank", "get_local_rank", "get_global_rank", "get_node_local_rank"})
-NONDIST_WORDS = ("distributed", "ddp", "is_initialized", "multiprocessing")
+NONDIST_WORDS = ("distribut", "ddp", "is_initialized", "multiprocessing", "parallel", "multi_gpu")
+NONDIST_WORDS += ("multigpu",)
 EXITS = (ast.Return, ast.Continue, ast.Break, ast.Raise)
 
 
@@ -94,8 +95,27 @@ def _atom(test: ast.AST) -> int:
     return 0
 
 
+def _truth(test: ast.AST) -> tuple[ast.AST, bool]:
+    """`flag == True`, `flag is True`, `bool(flag)` -> (flag, True); `flag == False` ->
+    (flag, False); anything else as it is."""
+    if isinstance(test, ast.Call) and last_name(test.func) == "bool" and len(test.args) == 1:
+        return _truth(test.args[0])
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        right = test.comparators[0]
+        if isinstance(right, ast.Constant) and type(right.value) is bool:
+            if isinstance(test.ops[0], (ast.Eq, ast.Is)):
+                return test.left, right.value
+            if isinstance(test.ops[0], (ast.NotEq, ast.IsNot)):
+                return test.left, not right.value
+    return test, True
+
+
 def _nondistributed(test: ast.AST) -> bool:
     """`not args.distributed`, `world_size == 1`, `local_rank == -1`: a single-process run."""
+    inner, truth = _truth(test)
+    if not truth:
+        return distributed_test(inner)
+    test = inner
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         inner = test.operand
         name = last_name(inner).lower()
@@ -122,6 +142,9 @@ def _flag_name(expr: ast.AST) -> str:
 def distributed_test(test: ast.AST) -> bool:
     """`if args.distributed:`, `if opt["dist"]:`, `if dist.is_initialized():`,
     `if world_size > 1:`, `if local_rank != -1:`: true only when several processes run."""
+    test, truth = _truth(test)
+    if not truth:
+        return _nondistributed(test)
     name = _flag_name(test)
     if name and (name in ("dist", "distributed") or any(w in name for w in NONDIST_WORDS)):
         return True
