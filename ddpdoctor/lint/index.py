@@ -235,8 +235,12 @@ class ModuleIndex:
                         self.module_imports[head] = head
             elif t is ast.ImportFrom:
                 for a in node.names:
-                    self.aliases[a.asname or a.name] = f"{node.module or ''}.{a.name}"
-                    self.from_imports[a.asname or a.name] = (node.module or "", node.level, a.name)
+                    key = a.asname or a.name
+                    if key == "*":  # each star import under a key of its own (`*0`, `*1`)
+                        key = f"*{sum(k.startswith('*') for k in self.from_imports)}"
+                    else:
+                        self.aliases[key] = f"{node.module or ''}.{a.name}"
+                    self.from_imports[key] = (node.module or "", node.level, a.name)
             elif t is ast.Assert:
                 self.asserts.append(node)
             elif t is ast.If:

@@ -173,7 +173,10 @@ def _imports(tree: ast.Module) -> tuple[dict[str, tuple[str, int, str]], dict[st
     for node in tree.body:
         if isinstance(node, ast.ImportFrom):
             for a in node.names:
-                froms[a.asname or a.name] = (node.module or "", node.level, a.name)
+                key = a.asname or a.name
+                if key == "*":  # `from .dist import *`: each kept, under a key of its own
+                    key = f"*{sum(k.startswith('*') for k in froms)}"
+                froms[key] = (node.module or "", node.level, a.name)
         elif isinstance(node, ast.Import):
             for a in node.names:
                 if a.asname:
@@ -673,7 +676,7 @@ class Project:
                 return mod, local
             spec = mod.from_imports.get(local)
             if spec is None:
-                return None
+                return self._through_star(mod, local, depth)
             module, level, name = spec
             target = self._module(mod.path, module, level)
             if target is None:
@@ -690,6 +693,19 @@ class Project:
             return None
         target = self._module(mod.path, module, level)
         return None if target is None else self.resolve(target, ("name", attr), depth + 1)
+
+    def _through_star(
+        self, mod: ModuleFacts, name: str, depth: int
+    ) -> tuple[ModuleFacts, str] | None:
+        """A name a package re-exports with `from .dist import *`."""
+        for key, (module, level, star) in mod.from_imports.items():
+            if star != "*" or not key.startswith("*"):
+                continue
+            target = self._module(mod.path, module, level)
+            found = target and self.resolve(target, ("name", name), depth + 1)
+            if found:
+                return found
+        return None
 
     def _module(self, importer: str, module: str, level: int) -> ModuleFacts | None:
         path = self.module_path(importer, module, level)
