@@ -244,8 +244,10 @@ def _call_fact(facts: FuncFacts, node: ast.Call, func: ast.AST, names: set[str],
             facts.direct.add(effect)
     elif effect:
         facts.direct.add(effect)
-    elif last in LOG_SETUP and _passes_rank(node):
-        facts.direct.add("rank_logging")
+    elif last in LOG_SETUP:
+        facts.direct.add("rank_logging" if _passes_rank(node) else "log_setup")
+    elif last in ("get_rank", "get_local_rank"):
+        facts.direct.add("reads_rank")
     elif last == "set_epoch":
         facts.direct.add("set_epoch")
     elif _writes_file(node):
@@ -270,6 +272,10 @@ def _rank_test(node: ast.If | ast.IfExp) -> bool:
 def _finish(facts: FuncFacts, func: ast.AST, other_samplers: bool) -> FuncFacts:
     if rank0_function(func):
         facts.direct.add("rank_aware")  # save_on_master, @rank_zero_only
+    if "reads_rank" in facts.direct and {"log_setup", "opens_log"} & facts.direct:
+        # A logging set-up that asks the rank itself (icefall's setup_logger: a log file per
+        # rank): the program's log calls are meant per rank.
+        facts.direct.add("rank_logging")
     if other_samplers:
         # One sampler among others chosen by a parameter (infinite, sharded, per epoch): which
         # one the caller gets, and whether it needs set_epoch, cannot be told from here.

@@ -222,6 +222,24 @@ def _rankish_name(node: ast.AST) -> bool:
     return isinstance(name, str) and "rank" in name.lower()
 
 
+PATH_WORDS = ("file", "path", "dir", "name", "folder")
+
+
+def _path_args(call: ast.Call) -> list[ast.expr]:
+    """The arguments that may name a file: strings built here, and names that say so
+    (`log_file`, `args.output_dir`); not the model or the config handed along."""
+    built = (ast.JoinedStr, ast.BinOp, ast.Constant, ast.Call)
+    return [
+        arg
+        for arg in [*call.args, *(k.value for k in call.keywords)]
+        if isinstance(arg, built)
+        or (
+            isinstance(arg, (ast.Name, ast.Attribute))
+            and any(w in last_name(arg).lower() for w in PATH_WORDS)
+        )
+    ]
+
+
 def _helper_writes(index: ModuleIndex) -> list[Hit]:
     """A call into a helper of the project that writes a file (`save_model(args, model)` doing
     torch.save) and tests no rank itself, made on every rank here."""
@@ -234,6 +252,8 @@ def _helper_writes(index: ModuleIndex) -> list[Hit]:
             continue
         if not _writes_itself(index, call):
             continue  # deeper down: reported where the write is, if anywhere
+        if any(_mentions_rank(index, a) for a in _path_args(call)):
+            continue  # `CSVLogger(f"{tag}_r{rank}.csv")`: a file per rank
         site = every_rank_call(index, call)
         if site is False:
             continue
