@@ -104,6 +104,15 @@ def lint_source(
                 "copy with that repaired",
             )
         )
+        for at in ASYNC_KWARG.finditer(source):  # every other line that needs the same fix
+            other = source.count("\n", 0, at.start()) + 1
+            if other != line:
+                col = at.start() - source.rfind("\n", 0, at.start())
+                notes.append(
+                    LintFinding(
+                        path, other, col, "DDL000", "`async=` here too: rename it `non_blocking=`"
+                    )
+                )
         source = repaired
     index = None
     checks = CHECKS

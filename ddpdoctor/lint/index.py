@@ -253,8 +253,13 @@ class ModuleIndex:
                 ):
                     self.has_main_guard = True
         names = self.names
+        # `def DDP(address, port, rank, n):` of the script's own (a set-up helper named so):
+        # its calls are calls of that function, not DistributedDataParallel.
+        own = {n for n in WRAPPER_NAMES if n in self.functions and n not in self.aliases}
         for call in calls:
             name = self.callee_name(call)
+            if name in own and type(call.func) is ast.Name:
+                name = f"{name}()"
             names[id(call)] = name
             self.calls_by_name[name].append(call)
 
