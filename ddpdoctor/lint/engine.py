@@ -104,10 +104,8 @@ def lint_source(
                 "copy with that repaired",
             )
         )
-        for at in ASYNC_KWARG.finditer(source):  # every other line that needs the same fix
-            other = source.count("\n", 0, at.start()) + 1
+        for other, col in _async_keywords(source):  # every other line that needs the fix
             if other != line:
-                col = at.start() - source.rfind("\n", 0, at.start())
                 notes.append(
                     LintFinding(
                         path, other, col, "DDL000", "`async=` here too: rename it `non_blocking=`"
@@ -208,6 +206,23 @@ def _repair_async_keyword(source: str) -> str | None:
         return None
     repaired, count = ASYNC_KWARG.subn(r"non_blocking\1", source)
     return repaired if count else None
+
+
+def _async_keywords(source: str) -> list[tuple[int, int]]:
+    """(line, column) of each `async=` keyword argument in the code (not in strings or
+    comments), from the tokens: the file does not parse, but it tokenizes."""
+    import io
+    import tokenize
+
+    found: list[tuple[int, int]] = []
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return found
+    for tok, nxt in zip(tokens, tokens[1:], strict=False):
+        if tok.type == tokenize.NAME and tok.string == "async" and nxt.string == "=":
+            found.append((tok.start[0], tok.start[1] + 1))
+    return found
 
 
 def _try_parse(source: str, path: str) -> ast.Module | None:
