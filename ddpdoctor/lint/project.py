@@ -472,9 +472,8 @@ class Project:
             return None
         try:
             data = read_bytes(path)
-            if not (
-                _has_effect_words(data) or path.endswith("__init__.py") or self._links_to(data)
-            ):
+            effects = _has_effect_words(data) or self._links_to(data)
+            if not (effects or path.endswith("__init__.py")):
                 return ModuleFacts(path, {}, {}, {})  # no effect words: nothing to follow
             tree = ast.parse(data, filename=path)
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
@@ -485,7 +484,9 @@ class Project:
             or (any(w in data for w in WRITE_BYTES) and self._links_to(data))
         ):
             self.trees[path] = tree  # the engine will want it: hand it over, parse once
-        return facts_of(tree, path)
+        # A package's __init__ without effect words is read for its re-exports only; its
+        # functions (torch/__init__.py has hundreds) would add nothing.
+        return facts_of(tree, path, with_functions=effects)
 
     def take_tree(self, path: str) -> ast.Module | None:
         """The tree of a module read here that the engine now lints (given once)."""
