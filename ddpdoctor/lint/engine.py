@@ -176,7 +176,7 @@ def _program_loop(source: str, path: str, project: Project) -> bool:
     """A module that trains and writes, loads or shows progress, imported by a DDP program of
     the project (see ModuleIndex.in_ddp_program); the costlier test last."""
     return (
-        "backward" in source
+        ".backward(" in source  # `loss.backward()`; not `def backward(ctx, grad)`
         and any(w in source for w in LOOP_EFFECT_WORDS)
         and project.in_ddp_program(path)
     )
