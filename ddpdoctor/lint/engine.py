@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import ast
 import gc
+import io
 import os
 import re
+import tokenize
 from collections.abc import Callable, Iterable
 
 from ddpdoctor.lint import (
@@ -196,24 +198,24 @@ def _indexed(tree: ast.Module, path: str, project: Project | None) -> ModuleInde
     return index
 
 
-ASYNC_KWARG = re.compile(r"(?<![\w.])async(\s*=)(?!=)")
-
-
 def _repair_async_keyword(source: str) -> str | None:
     """Old scripts pass `async=True` (renamed `non_blocking` when `async` became a keyword):
     a token-level repair lets the other rules still run. None when there is nothing to repair."""
     if "async" not in source:
         return None
-    repaired, count = ASYNC_KWARG.subn(r"non_blocking\1", source)
-    return repaired if count else None
+    found = _async_keywords(source)
+    if not found:
+        return None
+    lines = source.splitlines(keepends=True)
+    for line, col in reversed(found):  # right to left: earlier columns stay where they are
+        text = lines[line - 1]
+        lines[line - 1] = text[: col - 1] + "non_blocking" + text[col - 1 + len("async") :]
+    return "".join(lines)
 
 
 def _async_keywords(source: str) -> list[tuple[int, int]]:
     """(line, column) of each `async=` keyword argument in the code (not in strings or
     comments), from the tokens: the file does not parse, but it tokenizes."""
-    import io
-    import tokenize
-
     found: list[tuple[int, int]] = []
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
@@ -239,9 +241,6 @@ def read_source(path: str) -> str | LintFinding:
     except OSError as err:
         return LintFinding(path, 1, 1, "DDL000", f"cannot read: {err.strerror or err}")
     try:
-        import io
-        import tokenize
-
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         return data.decode(encoding)
     except (SyntaxError, UnicodeDecodeError, LookupError) as err:

@@ -119,6 +119,13 @@ def destroys_default_group(call: ast.Call) -> bool:
     return last_name(group) == "WORLD"
 
 
+def import_key(alias: ast.alias, table: dict[str, object]) -> str:
+    """The key `from m import name [as x]` is kept under in an import table: its local name, or
+    for a star import `*0`, `*1`, ... (each one kept, in order)."""
+    key = alias.asname or alias.name
+    return f"*{sum(k.startswith('*') for k in table)}" if key == "*" else key
+
+
 def has_star_args(call: ast.Call) -> bool:
     """`f(*args)` / `f(**kwargs)`: any argument may be hiding in there."""
     return any(kw.arg is None for kw in call.keywords) or any(
@@ -235,10 +242,8 @@ class ModuleIndex:
                         self.module_imports[head] = head
             elif t is ast.ImportFrom:
                 for a in node.names:
-                    key = a.asname or a.name
-                    if key == "*":  # each star import under a key of its own (`*0`, `*1`)
-                        key = f"*{sum(k.startswith('*') for k in self.from_imports)}"
-                    else:
+                    key = import_key(a, self.from_imports)
+                    if a.name != "*":
                         self.aliases[key] = f"{node.module or ''}.{a.name}"
                     self.from_imports[key] = (node.module or "", node.level, a.name)
             elif t is ast.Assert:
@@ -364,22 +369,28 @@ class ModuleIndex:
         return self.project.in_ddp_program(self.path)
 
     @cached_property
+    def training_calls(self) -> list[ast.Call]:
+        """The calls that run backward: `loss.backward()`, and calls of this file's functions
+        that do, directly or through others."""
+        trainers = self.functions_calling(("backward",))
+        return [
+            call
+            for call in self.calls
+            if self.callee_name(call) == "backward"
+            or any(f in trainers for f in self.resolve_call(call))
+        ]
+
+    @cached_property
     def trainer_roots(self) -> set[ast.AST]:
         """In a module of a DDP program (in_ddp_program), the functions that hold a training
         loop and that nothing here calls: the program calls them, on every rank."""
         if not self.in_ddp_program:
             return set()
-        trainers = self.functions_calling(("backward",))
-        roots: set[ast.AST] = set()
-        for call in self.calls:
-            if self.callee_name(call) != "backward" and not any(
-                f in trainers for f in self.resolve_call(call)
-            ):
-                continue
-            scope = self.scope_of(call)
-            if self.enclosing_loops(call) and scope not in self.call_sites:
-                roots.add(scope)
-        return roots
+        return {
+            scope
+            for call in self.training_calls
+            if self.enclosing_loops(call) and (scope := self.scope_of(call)) not in self.call_sites
+        }
 
     @cached_property
     def calls_by_scope(self) -> dict[int, list[ast.Call]]:

@@ -21,6 +21,7 @@ from ddpdoctor.lint.index import (
     child_fields,
     destroys_default_group,
     dotted,
+    import_key,
     spawn_target,
 )
 
@@ -54,15 +55,6 @@ DDP_BYTES = tuple(w.encode() for w in DDP_WORDS)
 MAX_SCAN_FILES = 20_000
 ROOT_MARKERS = ("pyproject.toml", ".git", "setup.py", "setup.cfg")
 
-
-class _AllNames(frozenset):
-    """Contains every name: the fast path of Project._find, switched off."""
-
-    def __contains__(self, item: object) -> bool:
-        return True
-
-
-ALL_NAMES = _AllNames()
 
 # A reference to a callee as written: ("name", local) or ("attr", receiver, attribute).
 Ref = tuple[str, ...]
@@ -153,7 +145,7 @@ def _shuffling_train_sampler(call: ast.Call, func: ast.AST) -> bool:
     return not any(w in name for w in ("val", "test", "eval"))
 
 
-def _passes_rank(call: ast.Call) -> bool:
+def passes_rank(call: ast.Call) -> bool:
     """A rank-like name or a rank-0 test among a call's arguments (`level=INFO if rank in
     [-1, 0] else WARN`, `INFO if is_main() else WARN`)."""
     for arg in [*call.args, *(k.value for k in call.keywords)]:
@@ -173,10 +165,7 @@ def _imports(tree: ast.Module) -> tuple[dict[str, tuple[str, int, str]], dict[st
     for node in tree.body:
         if isinstance(node, ast.ImportFrom):
             for a in node.names:
-                key = a.asname or a.name
-                if key == "*":  # `from .dist import *`: each kept, under a key of its own
-                    key = f"*{sum(k.startswith('*') for k in froms)}"
-                froms[key] = (node.module or "", node.level, a.name)
+                froms[import_key(a, froms)] = (node.module or "", node.level, a.name)
         elif isinstance(node, ast.Import):
             for a in node.names:
                 if a.asname:
@@ -239,13 +228,11 @@ def _call_fact(facts: FuncFacts, node: ast.Call, func: ast.AST, names: set[str],
     callee = node.func
     last = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
     effect = DIRECT.get(last)
-    if effect == "destroy" and (node.args or node.keywords):
-        if destroys_default_group(node):
+    if effect:
+        if effect != "destroy" or destroys_default_group(node):  # not of a subgroup
             facts.direct.add(effect)
-    elif effect:
-        facts.direct.add(effect)
     elif last in LOG_SETUP:
-        facts.direct.add("rank_logging" if _passes_rank(node) else "log_setup")
+        facts.direct.add("rank_logging" if passes_rank(node) else "log_setup")
     elif last in ("get_rank", "get_local_rank"):
         facts.direct.add("reads_rank")
     elif last == "set_epoch":
@@ -400,7 +387,8 @@ class Project:
         self._ddp_files: list[tuple[str, bytes]] = []
         self._ddp_modules: set[str] | None = None
         self._set_epoch = False  # whether any file of the project says set_epoch
-        self._module_names: set[str] | frozenset[str] | None = None
+        self._module_names: set[str] | None = None
+        self._names_walked = False
         self.parsed: set[str] = set()  # files parsed here without error: no need to again
         self.trees: dict[str, ast.Module] = {}  # of those, the ones the checks will read
         self.pending: set[str] = set()  # files the engine is still to lint (absolute paths)
@@ -420,7 +408,8 @@ class Project:
 
     def _find(self, importer: str, module: str, level: int) -> str | None:
         parts = [p for p in module.split(".") if p]
-        if not level and parts and parts[0] not in self._names():
+        names = self._names()
+        if not level and parts and names is not None and parts[0] not in names:
             return None  # `import torch`: no folder or module of the project has that name
         here = os.path.dirname(os.path.abspath(importer))
         if level:
@@ -445,11 +434,13 @@ class Project:
                     return cand
         return None
 
-    def _names(self) -> set[str] | frozenset[str]:
+    def _names(self) -> set[str] | None:
         """The names of the project's folders and modules, from one walk of the tree (no file
-        read): most imports (torch, numpy, os) name none of them and need no look on disk."""
-        if self._module_names is None:
-            names: set[str] = set()
+        read): most imports (torch, numpy, os) name none of them and need no look on disk.
+        None for a monorepo (more than MAX_SCAN_FILES files): look on disk each time."""
+        if not self._names_walked:
+            self._names_walked = True
+            names: set[str] | None = set()
             seen = 0
             for _folder, dirs, files in os.walk(self.root):
                 dirs[:] = [d for d in dirs if not skip_dir(d)]
@@ -457,8 +448,8 @@ class Project:
                 names.update(f[:-3] for f in files if f.endswith(".py"))
                 seen += len(files)
                 if seen > MAX_SCAN_FILES:
-                    self._module_names = ALL_NAMES  # a monorepo: look on disk each time
-                    return self._module_names
+                    names = None
+                    break
             self._module_names = names
         return self._module_names
 

@@ -10,7 +10,12 @@ import ast
 from ddpdoctor.lint.finding import Hit
 from ddpdoctor.lint.guards import every_rank_call, guarded_locally, rank0_name
 from ddpdoctor.lint.index import ModuleIndex, dotted, kwarg, last_name, position
-from ddpdoctor.lint.project import external_effects, program_effects, project_target
+from ddpdoctor.lint.project import (
+    external_effects,
+    passes_rank,
+    program_effects,
+    project_target,
+)
 
 LOG_LEVELS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception"})
 PRINT_SILENCERS = ("setup_for_distributed", "init_distributed_mode", "suppress_output")
@@ -89,14 +94,7 @@ def _write(index: ModuleIndex, call: ast.Call) -> str | None:
 
 def _training_loops(index: ModuleIndex) -> set[int]:
     """Loops that run backward, directly or through a helper of this file."""
-    trainers = index.functions_calling(("backward",))
-    loops: set[int] = set()
-    for call in index.calls:
-        if index.callee_name(call) == "backward" or any(
-            f in trainers for f in index.resolve_call(call)
-        ):
-            loops.update(id(loop) for loop in index.enclosing_loops(call))
-    return loops
+    return {id(loop) for call in index.training_calls for loop in index.enclosing_loops(call)}
 
 
 def _progress(
@@ -208,18 +206,13 @@ def _given_log_file(call: ast.Call, effects: frozenset[str] | tuple) -> bool:
     if "opens_log" not in effects:
         return False
     args = [*call.args, *(k.value for k in call.keywords)]
-    if any(rank0_name(n) or _rankish_name(n) for a in args for n in ast.walk(a)):
+    if passes_rank(call) or any(rank0_name(n) for a in args for n in ast.walk(a)):
         return False
     return any(
         isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith(LOG_SUFFIXES)
         for a in args
         for n in ast.walk(a)
     )
-
-
-def _rankish_name(node: ast.AST) -> bool:
-    name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", "")
-    return isinstance(name, str) and "rank" in name.lower()
 
 
 PATH_WORDS = ("file", "path", "dir", "name", "folder")
