@@ -88,7 +88,7 @@ def run_node(a: NodeArgs) -> int:
     wanted = expect.load(a.expect, node.node, gpu_model) if a.expect else expect.Expectations()
     rows = health.judge(node, wanted)
     status = health.node_status(rows)
-    seconds = time.monotonic() - started
+    seconds = round(time.monotonic() - started, 2)  # once: the text and the JSON must agree
     doc = report.node_doc(node, rows, status, wanted, seconds)
     if a.out_dir:
         schema.write(doc, str(Path(a.out_dir) / f"{node.node}.json"))
