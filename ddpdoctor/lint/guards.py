@@ -117,13 +117,14 @@ def _nondistributed(test: ast.AST) -> bool:
         return distributed_test(inner)
     test = inner
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = test.operand
-        name = last_name(inner).lower()
-        return any(w in name for w in NONDIST_WORDS)
+        name = _flag_name(test.operand)  # `not args.distributed`, `not cfg["distributed"]`
+        return name == "dist" or any(w in name for w in NONDIST_WORDS)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         left, right = test.left, test.comparators[0]
-        name = last_name(left).lower()
-        if "world_size" in name and _int(right) == 1 and isinstance(test.ops[0], ast.Eq):
+        name = last_name(left.func if isinstance(left, ast.Call) else left).lower()
+        # `world_size == 1`, `args.n_gpu == 1`, `torch.cuda.device_count() == 1`: one process
+        one = ("world_size", "n_gpu", "ngpu", "num_gpu", "device_count")
+        if any(w in name for w in one) and _int(right) == 1 and isinstance(test.ops[0], ast.Eq):
             return True
         if _rankish(left) and _int(right) == -1 and isinstance(test.ops[0], ast.Eq):
             return True
@@ -378,3 +379,38 @@ def rank0_only(index: ModuleIndex, node: ast.AST, depth: int = 0) -> bool:
         return True
     sites = index.call_sites.get(scope, [])
     return bool(sites) and all(rank0_only(index, site, depth + 1) for site in sites)
+
+
+FIRST_WORDS = ("zero_first", "main_process_first", "local_main_process_first", "rank0_first")
+
+
+def rank0_goes_first(index: ModuleIndex, node: ast.AST) -> bool:
+    """A call every rank makes in turn, rank 0 first, to fill a cache the others then read:
+    `with torch_distributed_zero_first(rank):`, or `if rank != 0: barrier()` just before it.
+    A download or a data preparation made that way is meant to run on every rank."""
+    child = node
+    for anc in [*index.ancestors(node), index.scope_of(node)]:
+        if isinstance(anc, ast.With) and any(
+            isinstance(i.context_expr, ast.Call)
+            and any(w in last_name(i.context_expr.func).lower() for w in FIRST_WORDS)
+            for i in anc.items
+        ):
+            return True
+        body = getattr(anc, "body", None)
+        if isinstance(body, list) and child in body:
+            return any(_others_wait(stmt) for stmt in body[: body.index(child)][-2:])
+        child = anc
+    return False
+
+
+def _others_wait(stmt: ast.stmt) -> bool:
+    """`if rank != 0: dist.barrier()`: the ranks but 0 wait here."""
+    return (
+        isinstance(stmt, ast.If)
+        and implies_rank0(stmt.test, negated=True)
+        and any(
+            isinstance(n, ast.Call) and last_name(n.func) == "barrier"
+            for s in stmt.body
+            for n in ast.walk(s)
+        )
+    )

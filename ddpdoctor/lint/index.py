@@ -384,12 +384,20 @@ class ModuleIndex:
     def trainer_roots(self) -> set[ast.AST]:
         """In a module of a DDP program (in_ddp_program), the functions that hold a training
         loop and that nothing here calls: the program calls them, on every rank."""
-        if not self.in_ddp_program:
+        if not (self.in_ddp_program or self.is_ddp_script):
             return set()
-        return {
+        roots = {
             scope
             for call in self.training_calls
             if self.enclosing_loops(call) and (scope := self.scope_of(call)) not in self.call_sites
+        }
+        # A trainer class: every rank builds it, so its constructor runs on every rank too.
+        classes = {c for f in roots if (c := self.enclosing_class(f)) is not None}
+        return roots | {
+            f
+            for c in classes
+            for f in c.body
+            if isinstance(f, FUNC_TYPES) and f.name == "__init__" and f not in self.call_sites
         }
 
     @cached_property

@@ -591,33 +591,51 @@ class Project:
             if self._links is None:
                 self._scan()
             ddp = {file for file, _ in self._ddp_files}
-            first = set().union(*(self._imported_files(f, d) for f, d in self._ddp_files))
+            wanted: dict[str, set[str] | None] = {}
+            for f, d in self._ddp_files:
+                for hit, names in self._imported_files(f, d).items():
+                    old = wanted.get(hit, set())
+                    wanted[hit] = None if old is None or names is None else old | names
             second: set[str] = set()
-            for module in first - ddp:
+            for module in set(wanted) - ddp:
                 try:
-                    second |= self._imported_files(module, read_bytes(module))
+                    only = wanted[module] if module.endswith("__init__.py") else None
+                    found = self._imported_files(module, read_bytes(module), only)
                 except OSError:
                     continue
-            self._ddp_modules = first | second  # a DDP file imported by another counts too
+                second |= set(found)
+            self._ddp_modules = set(wanted) | second  # a DDP file imported by another counts too
         return os.path.abspath(path) in self._ddp_modules
 
-    def _imported_files(self, importer: str, data: bytes) -> set[str]:
+    def _imported_files(
+        self, importer: str, data: bytes, only: set[str] | None = None
+    ) -> dict[str, set[str] | None]:
         """The project files that a module's import statements name (`from pkg import mod`
-        names pkg/mod.py when there is one, else pkg/__init__.py)."""
-        found: set[str] = set()
+        names pkg/mod.py when there is one, else pkg/__init__.py), each with the names asked of
+        it (None: any). `only`: a package `__init__` is followed only where it provides one of
+        the names its importer asked for (`from .trainer import do_train` for `do_train`), not
+        to every module it re-exports."""
+        found: dict[str, set[str] | None] = {}
         for dots, module, names in IMPORT_FROM.findall(data):
             level, base = len(dots), module.decode()
-            for name in WORD.findall(names):
-                sub = f"{base}.{name.decode()}" if base else name.decode()
+            words = {w.decode() for w in WORD.findall(names)} - {"as"}
+            if only is not None and not (words & only or base.rsplit(".", 1)[-1] in only):
+                continue
+            for name in words:
+                sub = f"{base}.{name}" if base else name
                 if (hit := self.module_path(importer, sub, level)) is not None:
-                    found.add(hit)
+                    found[hit] = None
             if base and (hit := self.module_path(importer, base, level)) is not None:
-                found.add(hit)
-        for modules in IMPORT_PLAIN.findall(data):
-            for module in modules.split(b","):
-                name = module.strip().split(b" ")[0].decode()
-                if name and (hit := self.module_path(importer, name, 0)) is not None:
-                    found.add(hit)
+                if hit not in found:
+                    found[hit] = words
+                elif found[hit] is not None:
+                    found[hit] = found[hit] | words  # type: ignore[operator]
+        if only is None:
+            for modules in IMPORT_PLAIN.findall(data):
+                for module in modules.split(b","):
+                    name = module.strip().split(b" ")[0].decode()
+                    if name and (hit := self.module_path(importer, name, 0)) is not None:
+                        found[hit] = None
         return found
 
     # -- processes ----------------------------------------------------------------------------

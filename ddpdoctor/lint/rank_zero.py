@@ -8,7 +8,12 @@ from __future__ import annotations
 import ast
 
 from ddpdoctor.lint.finding import Hit
-from ddpdoctor.lint.guards import every_rank_call, guarded_locally, rank0_name
+from ddpdoctor.lint.guards import (
+    every_rank_call,
+    guarded_locally,
+    rank0_goes_first,
+    rank0_name,
+)
 from ddpdoctor.lint.index import ModuleIndex, dotted, kwarg, last_name, position
 from ddpdoctor.lint.project import (
     external_effects,
@@ -95,6 +100,27 @@ def _write(index: ModuleIndex, call: ast.Call) -> str | None:
 def _training_loops(index: ModuleIndex) -> set[int]:
     """Loops that run backward, directly or through a helper of this file."""
     return {id(loop) for call in index.training_calls for loop in index.enclosing_loops(call)}
+
+
+def _bar_of_a_loop(index: ModuleIndex, call: ast.Call, loops: set[int]) -> bool:
+    """`bar = tqdm(range(epochs))` and then `for epoch in bar:` around the training: the bar is
+    the loop's own, though made before it."""
+    assign = index.parent(call)
+    if not (
+        isinstance(assign, ast.Assign)
+        and len(assign.targets) == 1
+        and isinstance(assign.targets[0], ast.Name)
+    ):
+        return False
+    name, scope = assign.targets[0].id, index.scope_of(call)
+    return any(
+        isinstance(node, (ast.For, ast.AsyncFor))
+        and id(node) in loops
+        and isinstance(node.iter, ast.Name)
+        and node.iter.id == name
+        and index.scope_of(node) is scope
+        for node in ast.walk(scope)
+    )
 
 
 def _progress(
@@ -247,6 +273,8 @@ def _helper_writes(index: ModuleIndex) -> list[Hit]:
             continue  # deeper down: reported where the write is, if anywhere
         if any(_mentions_rank(index, a) for a in _path_args(call)):
             continue  # `CSVLogger(f"{tag}_r{rank}.csv")`: a file per rank
+        if rank0_goes_first(index, call):
+            continue  # a download or cache that rank 0 fills first, the others then read
         site = every_rank_call(index, call)
         if site is False:
             continue
@@ -316,8 +344,10 @@ def _writes_after_init(index: ModuleIndex) -> list[Hit]:
         scope = index.scope_of(point)
         if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
+        # A spawned worker runs whole in every process, before its set-up call too.
+        spawned = scope in index.spawn_targets
         for call in index.calls_by_scope.get(id(scope), ()):
-            if position(call) <= position(point) or guarded_locally(index, call):
+            if (position(call) <= position(point) and not spawned) or guarded_locally(index, call):
                 continue
             # A function that guards some of its own work by rank is trusted with the rest.
             targets = [(call, None)] + [
@@ -330,12 +360,17 @@ def _writes_after_init(index: ModuleIndex) -> list[Hit]:
                 what = _write(index, write)
                 if what is None or (via is not None and guarded_locally(index, write)):
                     continue
+                when = (
+                    f"in every process {scope.name}() starts"
+                    if position(call) <= position(point)
+                    else f"after the process group is set up on line {point.lineno}"
+                )
                 hits.append(
                     Hit(
                         write,
                         "DDL006",
-                        f"{what} runs on every rank: N ranks write the same file (after the "
-                        f"process group is set up on line {point.lineno}{_where_via(via)})",
+                        f"{what} runs on every rank: N ranks write the same file ({when}"
+                        f"{_where_via(via)})",
                     )
                 )
     return hits
@@ -388,7 +423,9 @@ def check(index: ModuleIndex) -> list[Hit]:
         what = _progress(index, call, loggers, quiet)
         if what is None or (silenced and what == "print"):
             continue
-        if not any(id(loop) in loops for loop in index.enclosing_loops(call)):
+        if not any(id(loop) in loops for loop in index.enclosing_loops(call)) and not (
+            _bar_of_a_loop(index, call, loops)
+        ):
             continue
         if _mentions_rank(index, call, depth=2):
             continue  # `[rank {rank}] loss ...` is meant once per rank
