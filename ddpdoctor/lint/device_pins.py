@@ -277,19 +277,21 @@ def _fewer_gpus_branch(index: ModuleIndex, node: ast.AST) -> bool:
 
 
 def _global_rank_moves(index: ModuleIndex) -> list[Hit]:
-    from ddpdoctor.lint.devices import rank_kind
+    from ddpdoctor.lint.devices import device_value, rank_kind
 
     hits: list[Hit] = []
     for call in index.calls_named("to", "cuda", "device"):
-        if not call.args:
+        is_device = index.callee_name(call) == "device"
+        if is_device and index.qualname(call.func) != "torch.device":
             continue
-        if index.callee_name(call) == "device" and index.qualname(call.func) != "torch.device":
+        if not is_device and not isinstance(call.func, ast.Attribute):
             continue
-        if index.callee_name(call) != "device" and not isinstance(call.func, ast.Attribute):
-            continue
-        arg = call.args[-1]
-        if isinstance(arg, ast.Constant):
-            continue
+        # `torch.device("cuda", rank)`, `torch.device(type="cuda", index=rank)`, `.to(rank)`
+        arg = (kwarg(call, "index") if is_device else None) or (
+            call.args[-1] if call.args else None
+        )
+        if arg is None or isinstance(arg, ast.Constant) or device_value(index, arg):
+            continue  # `.to(device)` of a `torch.device(...)`: reported where that is made
         if rank_kind(index, arg) == {"global"}:
             hits.append(
                 Hit(

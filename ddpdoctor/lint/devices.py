@@ -156,6 +156,8 @@ def rank_kind(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> set[s
         return set().union(*(rank_kind(index, p, depth + 1) for p in parts)) or {"unknown"}
     if isinstance(expr, ast.BinOp):
         return {"local"} if isinstance(expr.op, ast.Mod) else {"unknown"}
+    if isinstance(expr, ast.IfExp):  # `0 if not is_ddp else dist.get_rank()`
+        return rank_kind(index, expr.body, depth + 1) | rank_kind(index, expr.orelse, depth + 1)
     if isinstance(expr, (ast.Name, ast.Attribute)):
         values = _reaching(index, expr) or index.values_of(dotted(expr) or "", expr)
         passed = index.passed_args(expr) if all(v is UNKNOWN for v in values) else None
@@ -189,7 +191,7 @@ def _single(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> ast.AST
     return None
 
 
-def _device_value(index: ModuleIndex, expr: ast.AST) -> bool:
+def device_value(index: ModuleIndex, expr: ast.AST) -> bool:
     """A name whose every value is a `torch.device(...)` made from a rank (DDL004 reports the
     global-rank ones where they are made)."""
     if not isinstance(expr, ast.Name):
@@ -214,7 +216,7 @@ def _global_rank_as_device(index: ModuleIndex) -> list[Hit]:
                 )
             )
     for call in index.calls_named("set_device"):
-        if call.args and _device_value(index, call.args[0]):
+        if call.args and device_value(index, call.args[0]):
             continue  # `device = torch.device(f"cuda:{rank}")`: reported where it is made
         if call.args and rank_kind(index, call.args[0]) == {"global"}:
             hits.append(
