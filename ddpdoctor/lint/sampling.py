@@ -242,8 +242,14 @@ def _counts_as_per_epoch(index: ModuleIndex, call: ast.Call, loop_called: set[as
         return False
     if scope in loop_called:
         return True
-    has_loop = any(index.scope_of(loop) is scope for loop in index.loops)
-    return scope not in index.call_sites and not has_loop
+    if scope in index.call_sites:
+        return False
+    # `def train_one_epoch(self, epoch): loader.sampler.set_epoch(epoch); for batch in ...`:
+    # handed the epoch by a caller elsewhere, which loops over epochs.
+    params = {a.arg for a in [*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs]}
+    if call.args and isinstance(call.args[0], ast.Name) and call.args[0].id in params:
+        return True
+    return not any(index.scope_of(loop) is scope for loop in index.loops)
 
 
 def _may_target(index: ModuleIndex, call: ast.Call, sampler: ast.Call) -> bool:
