@@ -159,19 +159,24 @@ def passes_rank(call: ast.Call) -> bool:
 
 
 def _imports(tree: ast.Module) -> tuple[dict[str, tuple[str, int, str]], dict[str, str]]:
-    """The module-level import tables: `from m import x` and `import m` / `import m.sub as x`."""
+    """The import tables: `from m import x` and `import m` / `import m.sub as x`, at module
+    level and at the top of its functions (`def setup(): from utils import misc`, an import
+    put off until called); a module-level name wins."""
     froms: dict[str, tuple[str, int, str]] = {}
     modules: dict[str, str] = {}
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom):
-            for a in node.names:
-                froms[import_key(a, froms)] = (node.module or "", node.level, a.name)
-        elif isinstance(node, ast.Import):
-            for a in node.names:
-                if a.asname:
-                    modules[a.asname] = a.name
-                else:
-                    modules[a.name.split(".", 1)[0]] = a.name.split(".", 1)[0]
+    local = [s for f in tree.body if isinstance(f, FUNC_TYPES) for s in f.body]
+    for at_top, nodes in ((True, tree.body), (False, local)):
+        for node in nodes:
+            if isinstance(node, ast.ImportFrom):
+                for a in node.names:
+                    key = import_key(a, froms)
+                    if at_top or key not in froms:
+                        froms[key] = (node.module or "", node.level, a.name)
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    key = a.asname or a.name.split(".", 1)[0]
+                    if at_top or key not in modules:
+                        modules[key] = a.name if a.asname else key
     return froms, modules
 
 
