@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ddpdoctor.lint.files import read_bytes, skip_dir, unreadable_reason
@@ -67,6 +68,9 @@ class FuncFacts:
     direct: set[str] = field(default_factory=set)
     local: set[str] = field(default_factory=set)
     external: list[Ref] = field(default_factory=list)
+    # What the methods a constructor runs call (see _merge_part): read for all but samplers.
+    part_local: set[str] = field(default_factory=set)
+    part_external: list[Ref] = field(default_factory=list)
 
 
 @dataclass
@@ -187,9 +191,43 @@ def facts_of(tree: ast.Module, path: str, with_functions: bool = True) -> Module
     if with_functions:
         defs = _top_level_defs(tree)
         names = set(defs)
+        parts = _constructor_parts(tree, defs)
         for name, func in defs.items():
-            mod.functions[name] = _function_facts(func, names, mod)
+            mod.functions[name] = _function_facts(func, names, mod, parts.get(id(func), ()))
     return mod
+
+
+def _constructor_parts(tree: ast.Module, defs: dict[str, ast.AST]) -> dict[int, list[ast.AST]]:
+    """For each class's `__init__` in defs, the methods of its class it runs through `self.m()`
+    (`self._init_dist()`, `self._build_writers()`), followed from method to method: building the
+    object runs them too."""
+    inits = {id(f) for f in defs.values()}
+    out: dict[int, list[ast.AST]] = {}
+    for cls in tree.body:
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        methods = {f.name: f for f in cls.body if isinstance(f, FUNC_TYPES)}
+        init = methods.get("__init__")
+        if init is None or id(init) not in inits:
+            continue
+        seen: list[ast.AST] = []
+        todo = [init]
+        while todo:
+            for node in ast.walk(todo.pop()):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == "self"
+                    and (m := methods.get(node.func.attr)) is not None
+                    and m is not init
+                    and m not in seen
+                ):
+                    seen.append(m)
+                    todo.append(m)
+        if seen:
+            out[id(init)] = seen
+    return out
 
 
 def _top_level_defs(tree: ast.Module) -> dict[str, ast.AST]:
@@ -275,19 +313,39 @@ def _finish(facts: FuncFacts, func: ast.AST, other_samplers: bool) -> FuncFacts:
     return facts
 
 
-def _function_facts(func: ast.AST, names: set[str], mod: ModuleFacts) -> FuncFacts:
-    """One walk of a function's body: its direct effects, local callees, imported callees."""
+def _function_facts(
+    func: ast.AST, names: set[str], mod: ModuleFacts, parts: Iterable[ast.AST] = ()
+) -> FuncFacts:
+    """One walk of a function's body (and of the methods a constructor runs, `parts`): its
+    direct effects, local callees, imported callees."""
     facts = FuncFacts()
     other_samplers = False
     imported = mod.from_imports.keys() | mod.module_imports.keys()
-    for node in _nodes(func):
-        if isinstance(node, ast.Call):
-            other_samplers |= _call_fact(facts, node, func, names, imported)
-        elif isinstance(node, ast.Assign) and any(dotted(t) in PRINT_TARGETS for t in node.targets):
-            facts.direct.add("silence_print")
-        elif isinstance(node, ast.If) and _rank_test(node):
-            facts.direct.add("rank_aware")
+    for root in (func, *parts):
+        into = facts if root is func else FuncFacts()
+        for node in _nodes(root):
+            if isinstance(node, ast.Call):
+                other_samplers |= _call_fact(into, node, func, names, imported)
+            elif isinstance(node, ast.Assign) and any(
+                dotted(t) in PRINT_TARGETS for t in node.targets
+            ):
+                into.direct.add("silence_print")
+            elif isinstance(node, ast.If) and _rank_test(node):
+                into.direct.add("rank_aware")
+        if into is not facts:
+            _merge_part(facts, into)
     return _finish(facts, func, other_samplers)
+
+
+OBJECT_OWN = frozenset({"dist_sampler", "set_epoch"})
+
+
+def _merge_part(facts: FuncFacts, part: FuncFacts) -> None:
+    """A method the constructor runs adds what it does to the group and the files; not the
+    samplers it builds, whose epochs the object's other methods may well set."""
+    facts.direct |= part.direct - OBJECT_OWN
+    facts.part_local |= part.local
+    facts.part_external += part.external
 
 
 def facts_from_index(index: ModuleIndex, path: str) -> ModuleFacts:
@@ -302,6 +360,8 @@ def facts_from_index(index: ModuleIndex, path: str) -> ModuleFacts:
         return mod
     names = set(named)
     name_of = {id(n): name for name, n in named.items()}
+    # A method a constructor runs is credited to that constructor (see _constructor_parts).
+    owner = {id(p): key for key, ps in _constructor_parts(tree, named).items() for p in ps}
     imported = index.from_imports.keys() | index.module_imports.keys()
     facts = {key: FuncFacts() for key in defs}
     others: set[int] = set()
@@ -312,13 +372,22 @@ def facts_from_index(index: ModuleIndex, path: str) -> ModuleFacts:
             key = id(scope)
             if key in defs:
                 return key
+            if key in owner:
+                return owner[key]
             scope = scopes.get(key, tree)
         return None
 
+    parts = {key: FuncFacts() for key in set(owner.values())}
     for call in index.calls:
-        key = top(scopes.get(id(call), tree))
-        if key is not None and _call_fact(facts[key], call, defs[key], names, imported):
+        scope = scopes.get(id(call), tree)
+        key = top(scope)
+        if key is None:
+            continue
+        into = parts[key] if _in_part(scope, owner, scopes, tree) else facts[key]
+        if _call_fact(into, call, defs[key], names, imported):
             others.add(key)
+    for key, part in parts.items():
+        _merge_part(facts[key], part)
     for target in PRINT_TARGETS:
         for scope, _ in index.bindings.get(target, ()):
             if (key := top(scope)) is not None:
@@ -329,6 +398,15 @@ def facts_from_index(index: ModuleIndex, path: str) -> ModuleFacts:
     for key, func in defs.items():
         mod.functions[name_of[key]] = _finish(facts[key], func, key in others)
     return mod
+
+
+def _in_part(scope: ast.AST, owner: dict[int, int], scopes: dict, tree: ast.Module) -> bool:
+    """Whether a call's scope lies in a method a constructor runs (not in the constructor)."""
+    while scope is not tree:
+        if id(scope) in owner:
+            return True
+        scope = scopes.get(id(scope), tree)
+    return False
 
 
 def find_root(paths: list[str]) -> str:
@@ -748,6 +826,12 @@ class Project:
                 found = self.resolve(mod, ref)
                 if found is not None:
                     out |= self.effects(found[0], found[1], depth + 1)
+            for callee in facts.part_local:
+                out |= self.effects(mod, callee, depth + 1) - OBJECT_OWN
+            for ref in facts.part_external:
+                found = self.resolve(mod, ref)
+                if found is not None:
+                    out |= self.effects(found[0], found[1], depth + 1) - OBJECT_OWN
         if "rank_aware" in out:
             # A function that tests the rank guards its own writes (and its callees'): its
             # caller does not write on every rank through it.
