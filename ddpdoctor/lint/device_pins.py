@@ -227,9 +227,20 @@ def _device_literal(index: ModuleIndex, call: ast.Call) -> str | None:
         text = _str(call.args[0])
         return text if text in ("cuda", "cuda:0") else None
     if name == "cuda" and isinstance(call.func, ast.Attribute) and call.args:
-        arg = call.args[0]
-        return "cuda:0" if isinstance(arg, ast.Constant) and arg.value == 0 else None
+        return "cuda:0" if _zero(index, call.args[0]) else None
     return None
+
+
+def _zero(index: ModuleIndex, arg: ast.AST) -> bool:
+    """`0`, or a name whose every value is 0 (`local_rank = 0` and never another)."""
+    if isinstance(arg, ast.Constant):
+        return type(arg.value) is int and arg.value == 0
+    if not isinstance(arg, ast.Name):
+        return False
+    values = index.values_of(arg.id, arg)
+    return bool(values) and all(
+        isinstance(v, ast.Constant) and type(v.value) is int and v.value == 0 for v in values
+    )
 
 
 def _hard_coded_device(index: ModuleIndex) -> list[Hit]:
@@ -261,7 +272,6 @@ def _hard_coded_device(index: ModuleIndex) -> list[Hit]:
                 f"{what} as the training device: every rank uses GPU 0 (use LOCAL_RANK)",
             )
         )
-        break  # one per file: the same device value is usually reused everywhere
     return hits
 
 
