@@ -39,7 +39,11 @@ CHECKS: list[Check] = [
 ]
 # A module with no DDP words that a DDP program imports for its training loop: what every rank
 # repeats there (loads, writes, progress) is judged; its samplers and set-up are its caller's.
-PROGRAM_LOOP_CHECKS: list[Check] = [device_pins.check, rank_zero.check]
+PROGRAM_LOOP_CHECKS: list[Check] = [
+    sampling.check_missing_sampler,
+    device_pins.check,
+    rank_zero.check,
+]
 
 
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)

@@ -6,6 +6,7 @@ returns; whenever a value cannot be seen, the rule stays silent."""
 from __future__ import annotations
 
 import ast
+import os
 import re
 
 from ddpdoctor.lint.files import read_bytes
@@ -156,8 +157,11 @@ def _is_training_loader(index: ModuleIndex, call: ast.Call) -> bool:
 
 
 def check_missing_sampler(index: ModuleIndex) -> list[Hit]:
-    """DDL002."""
-    if not index.is_ddp_script or index.uses_framework:
+    """DDL002, in a DDP script or in a training loop a DDP program imports (not a test's
+    helper: tests feed every rank the same batches on purpose, to compare the ranks)."""
+    if not (index.is_ddp_script or index.in_ddp_program) or index.uses_framework:
+        return []
+    if index.in_ddp_program and _test_code(index.path or ""):
         return []
     hits: list[Hit] = []
     for call in index.calls_named("DataLoader"):
@@ -181,6 +185,18 @@ def check_missing_sampler(index: ModuleIndex) -> list[Hit]:
             )
         )
     return hits
+
+
+def _test_code(path: str) -> bool:
+    """A module of a test suite: in a tests/ or test/ folder, or named test_*.py, *_test.py,
+    *test_utils*.py."""
+    folder, name = os.path.split(path)
+    return (
+        os.path.basename(folder) in ("test", "tests")
+        or name.startswith("test_")
+        or name.endswith("_test.py")
+        or "test_utils" in name
+    )
 
 
 def _shuffles(call: ast.Call) -> bool:
