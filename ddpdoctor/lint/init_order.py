@@ -16,6 +16,7 @@ from ddpdoctor.lint.index import (
     dotted,
     kwarg,
     last_name,
+    spawn_target,
 )
 from ddpdoctor.lint.project import external_effects
 
@@ -66,6 +67,7 @@ def _catches_init_error(node: ast.Try) -> bool:
 class _Summary:
     inits: bool = False
     uses_before_init: list[ast.Call] = field(default_factory=list)
+    destroys_first: ast.Call | None = None  # a teardown helper (`cleanup()`): no group of its own
 
 
 class _InitOrder:
@@ -165,15 +167,45 @@ class _InitOrder:
         if self.decorated_init(scope):
             return _Summary(inits=True)
         pending: list[Hit] = []
+        spawned = False
         for call in calls_in_order(self.index, scope):
             if out.inits:
                 break
             if self.is_init(call):
                 out.inits = True
                 continue
-            if self.index.callee_name(call) == "destroy_process_group":
+            name = self.index.callee_name(call)
+            if name in ("spawn", "start_processes") and spawn_target(call) is not None:
+                spawned = True  # from here on this process is the launcher: it has no group
+                continue
+            destroy = call if name == "destroy_process_group" else None
+            if spawned and destroy is None:
+                destroy = next(
+                    (
+                        d
+                        for f in self.index.resolve_call(call)
+                        if (d := self.summary(f).destroys_first) is not None
+                    ),
+                    None,
+                )
+            if spawned and destroy is not None and not self.checks_initialized(call, scope):
+                # Whoever calls this function, the processes it spawned hold the group: said
+                # here, not only when reached from a root.
+                self.hits.setdefault(
+                    id(call),
+                    Hit(
+                        call,
+                        "DDL001",
+                        f"{dotted(call.func) or name}() destroys a process group in the launching "
+                        "process, which never made one (the spawned workers did): it raises; "
+                        "destroy at the end of the worker instead",
+                    ),
+                )
+                continue
+            if name == "destroy_process_group":
                 if not pending:
-                    return _Summary(inits=True)  # a group existed: a re-init follows
+                    # A group existed: a re-init follows. Or a teardown helper of its own.
+                    return _Summary(inits=True, destroys_first=call)
                 break  # what came before still needed a group
             label = self.use_label(call)
             if label is not None:
