@@ -42,7 +42,7 @@ _INDEXED = frozenset(
     {ast.Call, ast.Attribute, ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.Return}
     | {ast.FunctionDef, ast.AsyncFunctionDef, ast.For, ast.AsyncFor, ast.While}
     | {ast.comprehension, ast.withitem, ast.ClassDef, ast.Import, ast.ImportFrom}
-    | {ast.Assert, ast.If}
+    | {ast.Assert, ast.If, ast.AugAssign, ast.Global, ast.Nonlocal}
 )
 
 for _cls in vars(ast).values():
@@ -164,6 +164,7 @@ class ModuleIndex:
         self.project = None  # a Project when linting with cross-file reading
         self.name_loads: set[str] = set()
         self.attr_names: set[str] = set()
+        self.global_names: set[str] = set()  # declared `global` or `nonlocal` somewhere
         self.strings: list[str] = []
         self.has_main_guard = False
         self._resolved: dict[int, list] = {}
@@ -213,6 +214,10 @@ class ModuleIndex:
             elif t is ast.AnnAssign or t is ast.NamedExpr:
                 if node.value is not None:
                     self._bind(node.target, node.value, scope)
+            elif t is ast.AugAssign:  # `step += 1`: a value we do not follow
+                self._bind(node.target, None, scope)
+            elif t is ast.Global or t is ast.Nonlocal:
+                self.global_names.update(node.names)
             elif t in FUNC_TYPES:
                 functions[node.name].append(node)
                 scopes[id(node)] = scope

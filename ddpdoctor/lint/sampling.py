@@ -268,6 +268,19 @@ def _counts_as_per_epoch(index: ModuleIndex, call: ast.Call, loop_called: set[as
     return not any(index.scope_of(loop) is scope for loop in index.loops)
 
 
+def _never_moves(index: ModuleIndex, call: ast.Call) -> bool:
+    """`set_epoch(step)` where `step = 0` is the name's only value in the file (never
+    incremented, never a loop variable, never declared global elsewhere): every epoch gets
+    the same seed, as if set_epoch were not called."""
+    arg = call.args[0] if call.args else kwarg(call, "epoch")
+    if isinstance(arg, ast.Constant):
+        return True
+    if not isinstance(arg, ast.Name) or arg.id in index.global_names:
+        return False
+    values = [v for _, v in index.bindings.get(arg.id, ())]
+    return bool(values) and all(isinstance(v, ast.Constant) for v in values)
+
+
 def _may_target(index: ModuleIndex, call: ast.Call, sampler: ast.Call) -> bool:
     """Whether `X.set_epoch()` may act on `sampler`: yes through any `loader.sampler`, or a
     value we cannot trace; no when X is provably another object."""
@@ -323,8 +336,11 @@ def _helper_samplers(index: ModuleIndex) -> list[Hit]:
     from ddpdoctor.lint.project import external_effects, program_effects, project_target
 
     project = index.project
-    if project is None or "set_epoch" in index.calls_by_name or "set_epoch" in index.attr_names:
+    calls = index.calls_by_name.get("set_epoch", ())
+    if project is None or any(not _never_moves(index, c) for c in calls):
         return []
+    if not calls and "set_epoch" in index.attr_names:
+        return []  # handed over (`hooks.append(sampler.set_epoch)`), not called here
     effects = program_effects(index)
     if "dist_sampler" not in effects or "set_epoch" in effects:
         return []
@@ -346,8 +362,9 @@ def _helper_samplers(index: ModuleIndex) -> list[Hit]:
             Hit(
                 call,
                 "DDL003",
-                f"the loader from {name}() has a shuffling DistributedSampler, but set_epoch(epoch) "
-                "is never called: every epoch uses the same order",
+                f"the loader from {name}() has a shuffling DistributedSampler, but "
+                f"{_stuck_note(index) or 'set_epoch(epoch) is never called'}: every epoch uses "
+                "the same order",
             )
         ]
     return []
@@ -365,8 +382,11 @@ def check_set_epoch(index: ModuleIndex) -> list[Hit]:
         return []  # a data module: the epoch loop (and its set_epoch) live elsewhere
     loop_called = _loop_called(index)
     per_epoch = [
-        c for c in index.calls_named("set_epoch") if _counts_as_per_epoch(index, c, loop_called)
+        c
+        for c in index.calls_named("set_epoch")
+        if _counts_as_per_epoch(index, c, loop_called) and not _never_moves(index, c)
     ]
+    stuck = _stuck_note(index)
     hits: list[Hit] = []
     for sampler in samplers:
         if any(_may_target(index, c, sampler) for c in per_epoch):
@@ -375,8 +395,17 @@ def check_set_epoch(index: ModuleIndex) -> list[Hit]:
             Hit(
                 sampler,
                 "DDL003",
-                "DistributedSampler shuffles, but set_epoch(epoch) is never called in the epoch "
-                "loop: every epoch uses the same order",
+                f"DistributedSampler shuffles, but {stuck or 'set_epoch(epoch) is never called in the epoch loop'}: "
+                "every epoch uses the same order",
             )
         )
     return hits
+
+
+def _stuck_note(index: ModuleIndex) -> str:
+    """`set_epoch(step) on line 121 is given a value that never changes`, or ''."""
+    stuck = [c for c in index.calls_named("set_epoch") if _never_moves(index, c)]
+    if not stuck:
+        return ""
+    arg = ast.unparse(stuck[0].args[0]) if stuck[0].args else "..."
+    return f"set_epoch({arg}) on line {stuck[0].lineno} is given a value that never changes"
