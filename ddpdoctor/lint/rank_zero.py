@@ -44,7 +44,8 @@ def _mentions_rank(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> 
 
 
 IMAGE_WRITERS = frozenset({"save_image", "savefig", "imwrite", "imsave"})
-WRITE_CALLS = ("save", "open", "SummaryWriter", "FileHandler", "init", "log", *IMAGE_WRITERS)
+WRITE_CALLS = ("save", "open", "SummaryWriter", "FileHandler", "init", "log", "basicConfig")
+WRITE_CALLS += tuple(IMAGE_WRITERS)
 
 
 def _in_memory(index: ModuleIndex, target: ast.AST | None) -> bool:
@@ -71,6 +72,11 @@ def _write(index: ModuleIndex, call: ast.Call) -> str | None:
     qual = index.qualname(call.func)
     if name in ("init", "log"):
         return f"wandb.{name}" if qual.startswith("wandb.") else None
+    if name == "basicConfig":  # `logging.basicConfig(filename="train.log")`: a log file
+        path = kwarg(call, "filename")
+        if qual != "logging.basicConfig" or path is None or _mentions_rank(index, path):
+            return None
+        return "logging.basicConfig(filename=...)"
     if name in ("SummaryWriter", "FileHandler") or name in IMAGE_WRITERS:
         if name == "FileHandler" and not (qual.startswith("logging") or qual == name):
             return None
