@@ -5,7 +5,7 @@
 
 `benchmarks/lint_corpus.jsonl` holds one line per script: repo, path, commit, split and a
 verdict per rule: the violation lines, or "clean". Splits: `tune` (tuned on), then parts held
-out in turn (`heldout`, `fresh`, `fresh2`, `fresh3`, `fresh4`, `fresh5`, `fresh6`, `fresh7`), each from repositories never
+out in turn (`heldout`, `fresh`, `fresh2`, ... `fresh8`), each from repositories never
 used before, chosen and judged (by reading the code) before lint ran on them. Each script is
 linted in its repository's tree with that tree as --root, so helpers in other modules are read
 as they would be for a user. A finding counts as found when its rule and line match a verdict;
@@ -33,6 +33,7 @@ from ddpdoctor.lint.rules import RULES_BY_CODE  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPLITS = ("tune", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7")
+SPLITS += ("fresh8",)
 # Rules whose figure on a split was seen while changing lint: reported, but not as held out.
 CONTAMINATED = {
     ("heldout", "DDL007"),
@@ -64,6 +65,15 @@ CONTAMINATED = {
     ("fresh6", "DDL007"),
     ("fresh7", "DDL000"),
     ("fresh7", "DDL001"),
+    # Session 5: fixed after their misses were seen (fresh8 was judged blind and run once).
+    ("fresh7", "DDL003"),
+    ("fresh7", "DDL004"),
+    ("fresh7", "DDL006"),
+    ("fresh7", "DDL007"),
+    # After fresh8's one blind run: its fail-level false alarms were fixed at their cause.
+    ("fresh8", "DDL001"),
+    ("fresh8", "DDL002"),
+    ("fresh8", "DDL005"),
 }
 
 

@@ -46,6 +46,20 @@ class _Branches:
         return any(arms_b.get(k, arm) != arm for k, arm in arms_a.items())
 
 
+def _skips_the_step(index: ModuleIndex, call: ast.Call) -> bool:
+    """`if bad_loss: optimizer.zero_grad(); continue`: the gradients are dropped and this step
+    is skipped on purpose (a NaN guard), not zeroed before the step."""
+    child: ast.AST = call
+    for anc in index.ancestors(call):
+        for name in ("body", "orelse"):
+            block = getattr(anc, name, None)
+            if isinstance(block, list) and child in block:
+                rest = block[block.index(child) + 1 :]
+                return any(isinstance(st, (ast.Continue, ast.Break, ast.Return)) for st in rest)
+        child = anc
+    return False
+
+
 def _scaler_key(index: ModuleIndex, recv: ast.AST) -> str | None:
     key = dotted(recv)
     if key is not None and "scaler" in key.rsplit(".", 1)[-1].lower():
@@ -136,7 +150,12 @@ class _StepOrder:
     def hits(self) -> list[Hit]:
         hits: list[Hit] = []
         for e in self.events:
-            if e.kind == "Z" and self.open_backward(e) and not self.other_optimizer(e):
+            if (
+                e.kind == "Z"
+                and self.open_backward(e)
+                and not self.other_optimizer(e)
+                and not _skips_the_step(self.index, e.call)
+            ):
                 hits.append(
                     Hit(
                         e.call,

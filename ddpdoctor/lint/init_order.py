@@ -8,6 +8,7 @@ import ast
 from dataclasses import dataclass, field
 
 from ddpdoctor.lint.finding import Hit
+from ddpdoctor.lint.guards import distributed_test, single_process_branch
 from ddpdoctor.lint.index import (
     FUNC_TYPES,
     WRAPPER_NAMES,
@@ -153,6 +154,22 @@ class _InitOrder:
                 return True
         return False
 
+    def only_distributed(self, use: ast.Call, depth: int = 0) -> bool:
+        """The use runs only when a distributed switch is on: under `if args.multi_gpu:`
+        itself, or a call of this file's functions whose every such use is."""
+        if _under_distributed_test(self.index, use):
+            return True
+        funcs = self.index.resolve_call(use)
+        return (
+            depth < 4
+            and bool(funcs)
+            and all(
+                self.only_distributed(u, depth + 1)
+                for f in funcs
+                for u in self.summary(f).uses_before_init
+            )
+        )
+
     def summary(self, func: ast.AST) -> _Summary:
         if func in self.summaries:
             return self.summaries[func]
@@ -217,9 +234,14 @@ class _InitOrder:
                 continue
             for func in self.index.resolve_call(call):
                 sub = self.summary(func)
-                if sub.uses_before_init and not sub.inits:
+                uses = sub.uses_before_init
+                if uses and single_process_branch(self.index, call):
+                    # `else: loaders = get_loaders(args)` in the one-process branch: the
+                    # helper's `if args.multi_gpu: DistributedSampler(...)` does not run there.
+                    uses = [u for u in uses if not self.only_distributed(u)]
+                if uses and not sub.inits:
                     out.uses_before_init.append(call)
-                    first = sub.uses_before_init[0]
+                    first = uses[0]
                     what = self.use_label(first) or f"{dotted(first.func)}()"
                     pending.append(
                         Hit(
@@ -235,6 +257,19 @@ class _InitOrder:
             for hit in pending:
                 self.hits.setdefault(id(hit.node), hit)
         return out
+
+
+def _under_distributed_test(index: ModuleIndex, node: ast.AST) -> bool:
+    """Inside the true branch of a distributed switch (`if args.multi_gpu:`, `elif
+    use_distributed:`)."""
+    child = node
+    for anc in index.ancestors(node):
+        if isinstance(anc, ast.If) and child in anc.body and distributed_test(anc.test):
+            return True
+        if isinstance(anc, ast.IfExp) and child is anc.body and distributed_test(anc.test):
+            return True  # `DistributedSampler(ds) if args.multi_gpu else None`
+        child = anc
+    return False
 
 
 def check(index: ModuleIndex) -> list[Hit]:

@@ -153,7 +153,26 @@ def _is_training_loader(index: ModuleIndex, call: ast.Call) -> bool:
     words = [w for w in re.split(r"[^a-z0-9]+", _loader_name(index, call)) if w]
     if any(w.startswith(EVAL_PREFIXES) and w != "device" for w in words):
         return False
-    return any(w.startswith("train") for w in words) or is_const(kwarg(call, "shuffle"), True)
+    if any(w.startswith("train") for w in words):
+        return True
+    return is_const(kwarg(call, "shuffle"), True) and not _only_looked_at(index, call)
+
+
+def _only_looked_at(index: ModuleIndex, call: ast.Call) -> bool:
+    """A shuffling loader whose name is iterated only by loops that train nothing (a sanity
+    check that plots a few batches): not the training loader."""
+    p = index.parent(call)
+    if not (isinstance(p, ast.Assign) and len(p.targets) == 1):
+        return False
+    name = dotted(p.targets[0])
+    training = {id(loop) for c in index.training_calls for loop in index.enclosing_loops(c)}
+    loops = [
+        loop
+        for loop in index.loops
+        if isinstance(loop, (ast.For, ast.AsyncFor))
+        and any(dotted(n) == name for n in ast.walk(loop.iter))
+    ]
+    return bool(loops) and not any(id(loop) in training for loop in loops)
 
 
 def check_missing_sampler(index: ModuleIndex) -> list[Hit]:
