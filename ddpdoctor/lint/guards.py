@@ -116,15 +116,22 @@ def _nondistributed(test: ast.AST) -> bool:
     if not truth:
         return distributed_test(inner)
     test = inner
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return all(_nondistributed(v) for v in test.values)  # every way in is one process
+    if "data_parallel" in _flag_name(test):
+        return True  # `if args.data_parallel:` (DataParallel): one process drives the GPUs
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         name = _flag_name(test.operand)  # `not args.distributed`, `not cfg["distributed"]`
         return name == "dist" or any(w in name for w in NONDIST_WORDS)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        left, right = test.left, test.comparators[0]
+        left, op, right = test.left, test.ops[0], test.comparators[0]
         name = last_name(left.func if isinstance(left, ast.Call) else left).lower()
-        # `world_size == 1`, `args.n_gpu == 1`, `torch.cuda.device_count() == 1`: one process
+        # `world_size == 1`, `args.n_gpu == 1`, `torch.cuda.device_count() <= 1`: one process
         one = ("world_size", "n_gpu", "ngpu", "num_gpu", "device_count")
-        if any(w in name for w in one) and _int(right) == 1 and isinstance(test.ops[0], ast.Eq):
+        if any(w in name for w in one) and (
+            (_int(right) == 1 and isinstance(op, (ast.Eq, ast.LtE)))
+            or (_int(right) == 2 and isinstance(op, ast.Lt))
+        ):
             return True
         if _rankish(left) and _int(right) == -1 and isinstance(test.ops[0], ast.Eq):
             return True
@@ -134,6 +141,10 @@ def _nondistributed(test: ast.AST) -> bool:
 def _flag_name(expr: ast.AST) -> str:
     """`args.distributed` -> distributed, `opt["dist"]` -> dist, `is_initialized()` too."""
     if isinstance(expr, ast.Call):
+        if last_name(expr.func) == "getattr" and len(expr.args) > 1:
+            key = expr.args[1]  # `getattr(opts, "ddp.use_distributed")` -> use_distributed
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                return key.value.rsplit(".", 1)[-1].lower()
         expr = expr.func
     if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant):
         return str(expr.slice.value).lower()
@@ -147,6 +158,8 @@ def distributed_test(test: ast.AST) -> bool:
     if not truth:
         return _nondistributed(test)
     name = _flag_name(test)
+    if "data_parallel" in name:
+        return False  # DataParallel: one process
     if name and (name in ("dist", "distributed") or any(w in name for w in NONDIST_WORDS)):
         return True
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
