@@ -227,20 +227,9 @@ def _device_literal(index: ModuleIndex, call: ast.Call) -> str | None:
         text = _str(call.args[0])
         return text if text in ("cuda", "cuda:0") else None
     if name == "cuda" and isinstance(call.func, ast.Attribute) and call.args:
-        return "cuda:0" if _zero(index, call.args[0]) else None
+        value = index.constant_value(call.args[0])  # `.cuda(0)`, or `gpu = 0; .cuda(gpu)`
+        return "cuda:0" if type(value) is int and value == 0 else None
     return None
-
-
-def _zero(index: ModuleIndex, arg: ast.AST) -> bool:
-    """`0`, or a name whose every value is 0 (`local_rank = 0` and never another)."""
-    if isinstance(arg, ast.Constant):
-        return type(arg.value) is int and arg.value == 0
-    if not isinstance(arg, ast.Name):
-        return False
-    values = index.values_of(arg.id, arg)
-    return bool(values) and all(
-        isinstance(v, ast.Constant) and type(v.value) is int and v.value == 0 for v in values
-    )
 
 
 def _hard_coded_device(index: ModuleIndex) -> list[Hit]:

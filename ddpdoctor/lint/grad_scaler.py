@@ -9,6 +9,7 @@ import ast
 from dataclasses import dataclass
 
 from ddpdoctor.lint.finding import Hit
+from ddpdoctor.lint.guards import exits
 from ddpdoctor.lint.index import ModuleIndex, calls_in_order, dotted, last_name, position
 
 CLIPS = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"})
@@ -54,8 +55,7 @@ def _skips_the_step(index: ModuleIndex, call: ast.Call) -> bool:
         for name in ("body", "orelse"):
             block = getattr(anc, name, None)
             if isinstance(block, list) and child in block:
-                rest = block[block.index(child) + 1 :]
-                return any(isinstance(st, (ast.Continue, ast.Break, ast.Return)) for st in rest)
+                return exits(block[block.index(child) + 1 :])
         child = anc
     return False
 

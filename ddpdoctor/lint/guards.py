@@ -192,6 +192,20 @@ def single_process_branch(index: ModuleIndex, node: ast.AST) -> bool:
     return False
 
 
+def distributed_branch(index: ModuleIndex, node: ast.AST) -> bool:
+    """Inside the true branch of a distributed switch (`if args.multi_gpu:`, `elif
+    use_distributed:`, `DistributedSampler(ds) if args.multi_gpu else None`): the other side
+    of single_process_branch."""
+    child = node
+    for anc in index.ancestors(node):
+        if isinstance(anc, (ast.If, ast.IfExp)) and child is not anc.test:
+            in_body = child is anc.body or (isinstance(anc.body, list) and child in anc.body)
+            if in_body and distributed_test(anc.test):
+                return True
+        child = anc
+    return False
+
+
 def _after_single_process_assert(container: ast.AST, child: ast.AST) -> bool:
     """`assert opt.local_rank == -1, 'DDP mode not implemented for --evolve'` earlier in the
     same block: what follows runs in one process."""
@@ -245,7 +259,8 @@ def implies_rank0(test: ast.AST, negated: bool = False) -> bool:
     return polarity == (-1 if negated else 1)
 
 
-def _exits(body: list[ast.stmt]) -> bool:
+def exits(body: list[ast.stmt]) -> bool:
+    """The block ends by leaving: return, continue, break, raise, exit()."""
     if not body:
         return False
     last = body[-1]
@@ -327,9 +342,9 @@ def _after_early_exit_in(stmts: list[ast.stmt], child: ast.AST) -> bool:
             return False
         if not isinstance(stmt, ast.If):
             continue
-        if _exits(stmt.body) and implies_rank0(stmt.test, negated=True):
+        if exits(stmt.body) and implies_rank0(stmt.test, negated=True):
             return True  # if rank != 0: return
-        if _exits(stmt.orelse) and implies_rank0(stmt.test):
+        if exits(stmt.orelse) and implies_rank0(stmt.test):
             return True  # if rank == 0: ... else: return
     return False
 

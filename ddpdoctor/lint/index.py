@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from functools import cached_property
 
 FUNC_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+NO_CONSTANT = object()  # what ModuleIndex.constant_value answers for a value that may vary
 LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
 COMP_TYPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)
@@ -302,6 +303,20 @@ class ModuleIndex:
                 return module
         return [v for _, v in entries]
 
+    def constant_value(self, expr: ast.AST) -> object:
+        """The one constant an expression always holds: a literal, or a name whose every value
+        here is that same literal (`gpu = 0`; `step = 0` never incremented) and that is never
+        declared global or nonlocal. NO_CONSTANT otherwise."""
+        if isinstance(expr, ast.Constant):
+            return expr.value
+        if not isinstance(expr, ast.Name) or expr.id in self.global_names:
+            return NO_CONSTANT
+        values = self.values_of(expr.id, expr)
+        if not values or not all(isinstance(v, ast.Constant) for v in values):
+            return NO_CONSTANT
+        found = {(type(v.value), v.value) for v in values}  # type: ignore[union-attr]
+        return values[0].value if len(found) == 1 else NO_CONSTANT  # type: ignore[union-attr]
+
     # -- names --------------------------------------------------------------------------------
     def qualname(self, expr: ast.AST) -> str:
         """`torch.distributed.barrier` for `dist.barrier` after `import torch.distributed as
@@ -386,9 +401,15 @@ class ModuleIndex:
         ]
 
     @cached_property
+    def training_loops(self) -> set[int]:
+        """id() of the loops that run backward, directly or through a function of this file."""
+        return {id(loop) for call in self.training_calls for loop in self.enclosing_loops(call)}
+
+    @cached_property
     def trainer_roots(self) -> set[ast.AST]:
-        """In a module of a DDP program (in_ddp_program), the functions that hold a training
-        loop and that nothing here calls: the program calls them, on every rank."""
+        """In a DDP script, or a module a DDP program imports (in_ddp_program), the functions
+        that hold a training loop and that nothing here calls: the program calls them, on every
+        rank. A trainer class's `__init__` too: every rank builds the object."""
         if not (self.in_ddp_program or self.is_ddp_script):
             return set()
         roots = {
@@ -396,7 +417,6 @@ class ModuleIndex:
             for call in self.training_calls
             if self.enclosing_loops(call) and (scope := self.scope_of(call)) not in self.call_sites
         }
-        # A trainer class: every rank builds it, so its constructor runs on every rank too.
         classes = {c for f in roots if (c := self.enclosing_class(f)) is not None}
         return roots | {
             f

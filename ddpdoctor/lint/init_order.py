@@ -8,7 +8,7 @@ import ast
 from dataclasses import dataclass, field
 
 from ddpdoctor.lint.finding import Hit
-from ddpdoctor.lint.guards import distributed_test, single_process_branch
+from ddpdoctor.lint.guards import distributed_branch, single_process_branch
 from ddpdoctor.lint.index import (
     FUNC_TYPES,
     WRAPPER_NAMES,
@@ -157,7 +157,7 @@ class _InitOrder:
     def only_distributed(self, use: ast.Call, depth: int = 0) -> bool:
         """The use runs only when a distributed switch is on: under `if args.multi_gpu:`
         itself, or a call of this file's functions whose every such use is."""
-        if _under_distributed_test(self.index, use):
+        if distributed_branch(self.index, use):
             return True
         funcs = self.index.resolve_call(use)
         return (
@@ -257,19 +257,6 @@ class _InitOrder:
             for hit in pending:
                 self.hits.setdefault(id(hit.node), hit)
         return out
-
-
-def _under_distributed_test(index: ModuleIndex, node: ast.AST) -> bool:
-    """Inside the true branch of a distributed switch (`if args.multi_gpu:`, `elif
-    use_distributed:`)."""
-    child = node
-    for anc in index.ancestors(node):
-        if isinstance(anc, ast.If) and child in anc.body and distributed_test(anc.test):
-            return True
-        if isinstance(anc, ast.IfExp) and child is anc.body and distributed_test(anc.test):
-            return True  # `DistributedSampler(ds) if args.multi_gpu else None`
-        child = anc
-    return False
 
 
 def check(index: ModuleIndex) -> list[Hit]:

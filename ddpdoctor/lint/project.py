@@ -367,24 +367,27 @@ def facts_from_index(index: ModuleIndex, path: str) -> ModuleFacts:
     others: set[int] = set()
     scopes = index.scopes
 
-    def top(scope: ast.AST) -> int | None:
+    def owner_of(scope: ast.AST) -> tuple[int | None, bool]:
+        """The top-level def a scope is credited to, and whether through a constructor's
+        method (a part)."""
         while scope is not tree:
             key = id(scope)
             if key in defs:
-                return key
+                return key, False
             if key in owner:
-                return owner[key]
+                return owner[key], True
             scope = scopes.get(key, tree)
-        return None
+        return None, False
+
+    def top(scope: ast.AST) -> int | None:
+        return owner_of(scope)[0]
 
     parts = {key: FuncFacts() for key in set(owner.values())}
     for call in index.calls:
-        scope = scopes.get(id(call), tree)
-        key = top(scope)
+        key, in_part = owner_of(scopes.get(id(call), tree))
         if key is None:
             continue
-        into = parts[key] if _in_part(scope, owner, scopes, tree) else facts[key]
-        if _call_fact(into, call, defs[key], names, imported):
+        if _call_fact(parts[key] if in_part else facts[key], call, defs[key], names, imported):
             others.add(key)
     for key, part in parts.items():
         _merge_part(facts[key], part)
@@ -398,15 +401,6 @@ def facts_from_index(index: ModuleIndex, path: str) -> ModuleFacts:
     for key, func in defs.items():
         mod.functions[name_of[key]] = _finish(facts[key], func, key in others)
     return mod
-
-
-def _in_part(scope: ast.AST, owner: dict[int, int], scopes: dict, tree: ast.Module) -> bool:
-    """Whether a call's scope lies in a method a constructor runs (not in the constructor)."""
-    while scope is not tree:
-        if id(scope) in owner:
-            return True
-        scope = scopes.get(id(scope), tree)
-    return False
 
 
 def find_root(paths: list[str]) -> str:

@@ -103,11 +103,6 @@ def _write(index: ModuleIndex, call: ast.Call) -> str | None:
     return None
 
 
-def _training_loops(index: ModuleIndex) -> set[int]:
-    """Loops that run backward, directly or through a helper of this file."""
-    return {id(loop) for call in index.training_calls for loop in index.enclosing_loops(call)}
-
-
 def _bar_of_a_loop(index: ModuleIndex, call: ast.Call, loops: set[int]) -> bool:
     """`bar = tqdm(range(epochs))` and then `for epoch in bar:` around the training: the bar is
     the loop's own, though made before it."""
@@ -417,7 +412,7 @@ def check(index: ModuleIndex) -> list[Hit]:
     helper_writes = _helper_writes(index)
     hits += helper_writes
     hits += _unguarded_twins(index, {id(h.node) for h in helper_writes})
-    loops = _training_loops(index)
+    loops = index.training_loops
     if not loops:
         return hits
     # A module the program imports cannot see how the program set logging up (per rank or

@@ -14,6 +14,7 @@ from ddpdoctor.lint.finding import Hit
 from ddpdoctor.lint.guards import single_process_branch
 from ddpdoctor.lint.index import (
     FUNC_TYPES,
+    NO_CONSTANT,
     UNKNOWN,
     ModuleIndex,
     dotted,
@@ -165,7 +166,7 @@ def _only_looked_at(index: ModuleIndex, call: ast.Call) -> bool:
     if not (isinstance(p, ast.Assign) and len(p.targets) == 1):
         return False
     name = dotted(p.targets[0])
-    training = {id(loop) for c in index.training_calls for loop in index.enclosing_loops(c)}
+    training = index.training_loops
     loops = [
         loop
         for loop in index.loops
@@ -288,16 +289,10 @@ def _counts_as_per_epoch(index: ModuleIndex, call: ast.Call, loop_called: set[as
 
 
 def _never_moves(index: ModuleIndex, call: ast.Call) -> bool:
-    """`set_epoch(step)` where `step = 0` is the name's only value in the file (never
-    incremented, never a loop variable, never declared global elsewhere): every epoch gets
-    the same seed, as if set_epoch were not called."""
+    """`set_epoch(step)` where `step = 0` is all the name ever holds: every epoch gets the same
+    seed, as if set_epoch were not called."""
     arg = call.args[0] if call.args else kwarg(call, "epoch")
-    if isinstance(arg, ast.Constant):
-        return True
-    if not isinstance(arg, ast.Name) or arg.id in index.global_names:
-        return False
-    values = [v for _, v in index.bindings.get(arg.id, ())]
-    return bool(values) and all(isinstance(v, ast.Constant) for v in values)
+    return arg is not None and index.constant_value(arg) is not NO_CONSTANT
 
 
 def _may_target(index: ModuleIndex, call: ast.Call, sampler: ast.Call) -> bool:
