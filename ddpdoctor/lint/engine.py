@@ -196,7 +196,8 @@ def _main_guard(tree: ast.Module) -> bool:
 
 
 def _indexed(tree: ast.Module, path: str, project: Project | None) -> ModuleIndex:
-    index = ModuleIndex(tree)
+    index = project.take_index(path, tree) if project is not None else None
+    index = index or ModuleIndex(tree)
     if project is not None:
         index.path, index.project = path, project
     return index

@@ -55,6 +55,7 @@ DDP_BYTES = tuple(w.encode() for w in DDP_WORDS)
 # Looking for who spawns a function stops after this many files: a monorepo is not a project.
 MAX_SCAN_FILES = 20_000
 ROOT_MARKERS = ("pyproject.toml", ".git", "setup.py", "setup.cfg")
+INSTALL_DIRS = ("site-packages", "dist-packages")
 
 
 # A reference to a callee as written: ("name", local) or ("attr", receiver, attribute).
@@ -353,7 +354,9 @@ def facts_from_index(index: ModuleIndex, path: str) -> ModuleFacts:
     walk over its functions: each call, print binding and `if` is credited to the top-level
     function that holds it."""
     tree = index.tree
-    mod = ModuleFacts(path, {}, index.from_imports, index.module_imports)
+    # The import tables facts_of keeps (module level, tops of functions), not the index's
+    # (every import anywhere): the same module's facts never depend on which read it first.
+    mod = ModuleFacts(path, {}, *_imports(tree))
     named = _top_level_defs(tree)
     defs = {id(n): n for n in named.values()}
     if not defs:
@@ -362,7 +365,7 @@ def facts_from_index(index: ModuleIndex, path: str) -> ModuleFacts:
     name_of = {id(n): name for name, n in named.items()}
     # A method a constructor runs is credited to that constructor (see _constructor_parts).
     owner = {id(p): key for key, ps in _constructor_parts(tree, named).items() for p in ps}
-    imported = index.from_imports.keys() | index.module_imports.keys()
+    imported = mod.from_imports.keys() | mod.module_imports.keys()
     facts = {key: FuncFacts() for key in defs}
     others: set[int] = set()
     scopes = index.scopes
@@ -405,16 +408,22 @@ def facts_from_index(index: ModuleIndex, path: str) -> ModuleFacts:
 
 def find_root(paths: list[str]) -> str:
     """The nearest folder above the common root of the paths holding pyproject.toml or .git;
-    else that common root."""
+    else that common root. An installed package (a folder in site-packages) is its own root:
+    its imports resolve through sys.path, not through whatever repository holds the Python
+    install (pyenv is a git checkout: climbing there would scan every installed package)."""
     absolute = [os.path.abspath(p) for p in paths]
     common = os.path.commonpath(absolute) if absolute else os.getcwd()
     if os.path.isfile(common):
         common = os.path.dirname(common)
     here = common
     while True:
+        if os.path.basename(here) in INSTALL_DIRS:
+            return common
         if any(os.path.exists(os.path.join(here, m)) for m in ROOT_MARKERS):
             return here
         up = os.path.dirname(here)
+        if os.path.basename(up) in INSTALL_DIRS:
+            return here
         if up == here:
             return common
         here = up
@@ -439,6 +448,26 @@ def _imported_words(data: bytes) -> set[bytes]:
         lines.append(data[start:end])
         at = data.find(b"import", end)
     return set(WORD.findall(b" ".join(lines)))
+
+
+# The last name of what a spawn call may start: its first argument, a `target=` or `fn=`
+# keyword, or the function a `partial(...)` wraps (a superset of what spawn_target reads).
+SPAWNED_NAMES = (
+    re.compile(rb"\b(?:spawn|start_processes|Process|partial)\(\s*(?:[\w.]+\.)?(\w+)"),
+    re.compile(rb"\b(?:target|fn)\s*=\s*(?:[\w.]+\.)?(\w+)"),
+)
+IMPORT_ALIAS = re.compile(rb"\b(\w+)[ \t]+as[ \t]+(\w+)")
+
+
+def _may_start(data: bytes, names: set[str]) -> bool:
+    """Whether a file's spawn calls may start one of these functions, by name or through an
+    import alias (`from workers import run as go`): a file whose spawn calls all start other
+    functions (every recipe's own `run`) is not parsed to find out."""
+    started = {name for pattern in SPAWNED_NAMES for name in pattern.findall(data)}
+    wanted = {n.encode() for n in names}
+    if started & wanted:
+        return True
+    return any(a in started and o in wanted for o, a in IMPORT_ALIAS.findall(data))
 
 
 def _has_effect_words(data: bytes) -> bool:
@@ -468,6 +497,7 @@ class Project:
         self._names_walked = False
         self.parsed: set[str] = set()  # files parsed here without error: no need to again
         self.trees: dict[str, ast.Module] = {}  # of those, the ones the checks will read
+        self.indexes: dict[str, ModuleIndex] = {}  # of those, the ones indexed here already
         self.pending: set[str] = set()  # files the engine is still to lint (absolute paths)
 
     # -- files --------------------------------------------------------------------------------
@@ -552,6 +582,10 @@ class Project:
             or (any(w in data for w in WRITE_BYTES) and self._links_to(data))
         ):
             self.trees[path] = tree  # the engine will want it: hand it over, parse once
+            if effects:  # and it will index it: index it now, and read the facts from that
+                index = self.indexes[path] = ModuleIndex(tree)
+                index.path, index.project = path, self
+                return facts_from_index(index, path)
         # A package's __init__ without effect words is read for its re-exports only; its
         # functions (torch/__init__.py has hundreds) would add nothing.
         return facts_of(tree, path, with_functions=effects)
@@ -559,6 +593,11 @@ class Project:
     def take_tree(self, path: str) -> ast.Module | None:
         """The tree of a module read here that the engine now lints (given once)."""
         return self.trees.pop(os.path.abspath(path), None)
+
+    def take_index(self, path: str, tree: ast.Module) -> ModuleIndex | None:
+        """The index of that tree, when it was built here to read the module's facts."""
+        index = self.indexes.pop(os.path.abspath(path), None)
+        return index if index is not None and index.tree is tree else None
 
     def remember(
         self, tree: ast.Module, path: str, source: str, index: ModuleIndex | None = None
@@ -725,7 +764,7 @@ class Project:
         here = os.path.abspath(path)
         found: set[str] = set()
         for other, data in self._spawn_files():
-            if other == here or not any(n.encode() in data for n in names):
+            if other == here or not _may_start(data, names):
                 continue
             found |= {name for target, name in self._spawn_sites(other) if target == here}
         return found & names

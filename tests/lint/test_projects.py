@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from ddpdoctor.lint import lint_paths, lint_source
+from ddpdoctor.lint.project import find_root
 
 PROJECTS = Path(__file__).parent.parent / "fixtures" / "lint" / "projects"
 EXPECT = re.compile(r"#.*?\b(DDL\d{3})\b")
@@ -78,6 +79,22 @@ def test_root_limits_what_is_read(tmp_path: Path) -> None:
     assert codes == ["DDL004", "DDL007"]
 
 
+def test_an_installed_package_is_its_own_root(tmp_path: Path) -> None:
+    """A package in site-packages is its own project even when a repository holds the Python
+    install (pyenv is a git checkout): the default root stops at the package's folder, so a
+    lint of one package never walks every other installed one."""
+    (tmp_path / ".git").mkdir()
+    pkg = tmp_path / "lib" / "python3.11" / "site-packages" / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "sub" / "mod.py").write_text("x = 1\n")
+    (tmp_path / "lib" / "python3.11" / "site-packages" / "other.py").write_text("y = 2\n")
+    assert find_root([str(pkg / "sub" / "mod.py")]) == str(pkg)
+    assert find_root([str(pkg)]) == str(pkg)
+    site = pkg.parent
+    assert find_root([str(pkg), str(site / "other.py")]) == str(site)  # common root: no climb
+    assert find_root([str(tmp_path / "lib")]) == str(tmp_path)  # outside: the marker counts
+
+
 def test_cli_root_option(tmp_path: Path) -> None:
     """`ddpdoctor lint --root DIR`: the same helper read or not, through the command line."""
     app = helper_one_level_up(tmp_path)
@@ -119,6 +136,27 @@ def test_a_worker_spawned_from_another_module_is_judged_alone() -> None:
     found = lint_paths([str(folder / "workers.py")], root=str(folder))
     assert [(f.line, f.code) for f in found] == [(10, "DDL007")]
     assert "spawned worker run_worker()" in found[0].message
+
+
+def test_a_worker_spawned_under_an_import_alias_is_found(tmp_path: Path) -> None:
+    """The launcher starts the worker under another name (`from workers import run_worker as
+    go`; `Process(target=go)`): the byte-level test that spares parsing launchers whose spawn
+    calls start other functions must still let this one through."""
+    source = (PROJECTS / "spawn_elsewhere" / "workers.py").read_text()
+    (tmp_path / "workers.py").write_text(source)
+    (tmp_path / "launch.py").write_text(
+        "import torch.multiprocessing as mp\nfrom workers import run_worker as go\n\n"
+        "if __name__ == '__main__':\n    p = mp.Process(\n        target=go, args=(0, 1))\n"
+        "    p.start()\n"
+    )
+    found = lint_paths([str(tmp_path / "workers.py")], root=str(tmp_path))
+    assert [(f.line, f.code) for f in found] == [(10, "DDL007")]
+    (tmp_path / "launch.py").write_text(
+        "import torch.multiprocessing as mp\nfrom workers import make_group as go\n\n"
+        "def run(rank):\n    go(rank, 2)\n\n"
+        "if __name__ == '__main__':\n    mp.spawn(run, nprocs=2)\n"
+    )
+    assert lint_paths([str(tmp_path / "workers.py")], root=str(tmp_path)) == []
 
 
 def test_without_its_launcher_a_worker_module_is_a_helper(tmp_path: Path) -> None:
