@@ -127,12 +127,15 @@ def lint_source(
         # config.py calling `distributed.enable()`): what it does after that runs on every rank.
         # And a training loop the program imports (`engine.do_train`): it runs on every rank.
         if project is None or not (
-            _main_guard(tree)
+            (_main_guard(tree) and _may_set_up(source, project))
             or _writing_link(source, project)
             or _program_loop(source, path, project)
         ):
             if project is not None:
                 project.remember(tree, path, source)
+            return notes
+        if "backward" not in source and not project.may_reach_init(tree, path):
+            project.remember(tree, path, source)  # no loop, and no call that sets a group up
             return notes
         index = _indexed(tree, path, project)
         project.remember(tree, path, source, index)
@@ -167,6 +170,13 @@ def _needs_tree(source: str, path: str, project: Project) -> bool:
         or _writing_link(source, project)
         or _program_loop(source, path, project)
     )
+
+
+def _may_set_up(source: str, project: Project) -> bool:
+    """Whether a script without DDP words may still set a group up (it imports a set-up module
+    of the project, or a chain of modules ending in one) or run a loop that a DDP program of the
+    project imports (it calls backward): else indexing it would find nothing to check."""
+    return project.links_to(source) or "backward" in source
 
 
 def _writing_link(source: str, project: Project) -> bool:

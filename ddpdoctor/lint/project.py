@@ -103,9 +103,7 @@ def callee_ref(call: ast.Call) -> Ref | None:
 # is a package's __init__ (re-exports). This keeps a large project cheap to follow.
 EFFECT_WORDS = ("init_process_group", "destroy_process_group", "set_device")
 EFFECT_WORDS += ("builtins.print", "builtin__.print", "sys.stdout")
-# The words of a module that acts on the group or on output: what a chain of set-up modules
-# leads to (see _scan). The words below add facts about data and logging, not chain links.
-GROUP_WORDS = EFFECT_WORDS
+# The words below add facts about data and logging, not links of a set-up chain (see _scan).
 # A helper that builds a shuffling DistributedSampler (`get_loader(args)`, ViT-style data
 # modules), or that calls set_epoch for its caller (`train_one_epoch(loader, epoch)`).
 EFFECT_WORDS += ("DistributedSampler", "set_epoch")
@@ -214,7 +212,7 @@ def _constructor_parts(tree: ast.Module, defs: dict[str, ast.AST]) -> dict[int, 
         seen: list[ast.AST] = []
         todo = [init]
         while todo:
-            for node in ast.walk(todo.pop()):
+            for node in _nodes(todo.pop()):
                 if (
                     isinstance(node, ast.Call)
                     and isinstance(node.func, ast.Attribute)
@@ -437,14 +435,18 @@ IMPORT_PLAIN = re.compile(rb"^[ \t]*import[ \t]+([\w., \t]+)", re.M)
 
 
 def _imported_words(data: bytes) -> set[bytes]:
-    """Every identifier on the lines that import (`from core import comm` -> core, comm): a
-    search for the literal word, several times faster than a pattern anchored at line starts."""
+    """Every identifier on the lines that import (`from core import comm` -> core, comm), and
+    on the lines a parenthesised import goes on to: a search for the literal word, several
+    times faster than a pattern anchored at line starts."""
     lines = []
     at = data.find(b"import")
     while at >= 0:
         start = data.rfind(b"\n", 0, at) + 1
         end = data.find(b"\n", at)
         end = len(data) if end < 0 else end
+        if b"(" in data[at:end] and b")" not in data[at:end]:  # `from . import (` + lines
+            close = data.find(b")", end)
+            end = len(data) if close < 0 else close
         lines.append(data[start:end])
         at = data.find(b"import", end)
     return set(WORD.findall(b" ".join(lines)))
@@ -608,6 +610,7 @@ class Project:
         index of the file, the facts are read from it (no second walk)."""
         key = os.path.abspath(path)
         self.pending.discard(key)
+        self.indexes.pop(key, None)  # built for its facts, not needed by the checks after all
         if key not in self._facts:
             # A link of a set-up chain is read in full now, from this tree, not parsed again.
             words = any(w in source for w in EFFECT_WORDS) or self.links_to(source)
@@ -688,7 +691,7 @@ class Project:
                 self._set_epoch = self._set_epoch or b"set_epoch" in data
                 if b"init_process_group" in data or b"destroy_process_group" in data:
                     self._links.add(stem)  # what chains lead to (set_device alone: too common)
-                elif not any(w.encode() in data for w in GROUP_WORDS):
+                else:
                     self._stems.setdefault(stem, []).append(_imported_words(data))
 
     def mentions_set_epoch(self) -> bool:
@@ -753,6 +756,45 @@ class Project:
                     if name and (hit := self.module_path(importer, name, 0)) is not None:
                         found[hit] = None
         return found
+
+    def may_reach_init(self, tree: ast.Module, path: str) -> bool:
+        """Whether a call of this module into the project's other modules may set the group
+        up: a light walk (calls and imports only) that spares indexing a module which imports a
+        set-up module only to ask it things (`dist.get_rank()`). It answers yes whenever the
+        index could: every import of the module counts, and one name imported two ways is a
+        yes without looking further."""
+        froms: dict[str, tuple[str, int, str]] = {}
+        modules: dict[str, str] = {}
+        calls: list[ast.Call] = []
+        for node in _nodes(tree):
+            t = type(node)
+            if t is ast.Call:
+                calls.append(node)  # type: ignore[arg-type]
+            elif t is ast.ImportFrom:
+                for a in node.names:  # type: ignore[attr-defined]
+                    key = import_key(a, froms)
+                    spec = (node.module or "", node.level, a.name)  # type: ignore[attr-defined]
+                    if froms.setdefault(key, spec) != spec:
+                        return True
+            elif t is ast.Import:
+                for a in node.names:  # type: ignore[attr-defined]
+                    key = a.asname or a.name.split(".", 1)[0]
+                    if modules.setdefault(key, a.name if a.asname else key) != modules[key]:
+                        return True
+        mod = ModuleFacts(os.path.abspath(path), {}, froms, modules)
+        seen: set[Ref] = set()
+        for call in calls:
+            ref = callee_ref(call)
+            if ref is None or ref in seen:
+                continue
+            seen.add(ref)
+            head = ref[1].split(".", 1)[0]
+            if head not in froms and (ref[0] == "name" or head not in modules):
+                continue
+            found = self.resolve(mod, ref)
+            if found is not None and "init" in self.effects(found[0], found[1]):
+                return True
+        return False
 
     # -- processes ----------------------------------------------------------------------------
     def spawned_elsewhere(self, path: str, names: set[str]) -> set[str]:
