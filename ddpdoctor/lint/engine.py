@@ -127,15 +127,18 @@ def lint_source(
         # config.py calling `distributed.enable()`): what it does after that runs on every rank.
         # And a training loop the program imports (`engine.do_train`): it runs on every rank.
         if project is None or not (
-            (_main_guard(tree) and _may_set_up(source, project))
+            (_main_guard(tree) and _may_set_up(source, path, project))
             or _writing_link(source, project)
             or _program_loop(source, path, project)
         ):
             if project is not None:
-                project.remember(tree, path, source)
+                project.remember(tree, path, source, defer=not notes)
             return notes
-        if "backward" not in source and not project.may_reach_init(tree, path):
-            project.remember(tree, path, source)  # no loop, and no call that sets a group up
+        if not _trains_in_program(source, path, project) and not project.may_reach_init(
+            tree, path
+        ):
+            # no loop, and no call that sets a group up
+            project.remember(tree, path, source, defer=not notes)
             return notes
         index = _indexed(tree, path, project)
         project.remember(tree, path, source, index)
@@ -172,11 +175,17 @@ def _needs_tree(source: str, path: str, project: Project) -> bool:
     )
 
 
-def _may_set_up(source: str, project: Project) -> bool:
+def _may_set_up(source: str, path: str, project: Project) -> bool:
     """Whether a script without DDP words may still set a group up (it imports a set-up module
     of the project, or a chain of modules ending in one) or run a loop that a DDP program of the
     project imports (it calls backward): else indexing it would find nothing to check."""
-    return project.links_to(source) or "backward" in source
+    return project.links_to(source) or _trains_in_program(source, path, project)
+
+
+def _trains_in_program(source: str, path: str, project: Project) -> bool:
+    """A module that calls backward and that a DDP program of the project imports (what
+    ModuleIndex.in_ddp_program asks of a module that sets nothing up)."""
+    return "backward(" in source and project.in_ddp_program(path)
 
 
 def _writing_link(source: str, project: Project) -> bool:

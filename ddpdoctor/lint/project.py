@@ -86,6 +86,9 @@ class ModuleFacts:
     # False: only the imports were kept (no effect words); its functions are read on demand
     # when a call reaches one and the module imports a module that has effect words.
     complete: bool = True
+    # True: it has effect words, but its functions are read only when a call reaches one (most
+    # modules the engine lints are never called into by another).
+    deferred: bool = False
 
 
 def callee_ref(call: ast.Call) -> Ref | None:
@@ -602,31 +605,39 @@ class Project:
         return index if index is not None and index.tree is tree else None
 
     def remember(
-        self, tree: ast.Module, path: str, source: str, index: ModuleIndex | None = None
+        self,
+        tree: ast.Module,
+        path: str,
+        source: str,
+        index: ModuleIndex | None = None,
+        defer: bool = True,
     ) -> None:
         """Keep the facts of a file the engine parsed anyway, so an import of it costs nothing.
-        A file without effect words keeps only its imports (they may re-export one); its
-        functions are read again only if a call reaches one (see _complete). With the engine's
-        index of the file, the facts are read from it (no second walk)."""
+        Only its imports are kept now (they may re-export one); its functions are read if a
+        call reaches one (see _complete): again from the file when it has effect words (and
+        `defer`: the file on disk parses as it is), else only as a link of a set-up chain.
+        With the engine's index of the file, the facts are read from it (no second walk)."""
         key = os.path.abspath(path)
         self.pending.discard(key)
         self.indexes.pop(key, None)  # built for its facts, not needed by the checks after all
         if key not in self._facts:
-            # A link of a set-up chain is read in full now, from this tree, not parsed again.
             words = any(w in source for w in EFFECT_WORDS) or self.links_to(source)
             if words and index is not None:
                 self._facts[key] = facts_from_index(index, key)
+            elif words and defer:
+                facts = ModuleFacts(key, {}, *_imports(tree), complete=False, deferred=True)
+                self._facts[key] = facts
             else:
                 self._facts[key] = facts_of(tree, key, with_functions=words)
 
     def _complete(self, mod: ModuleFacts) -> ModuleFacts:
-        """A module kept without its functions, read in full when it imports a module of the
-        project that has effect words: `setup()` in config.py calling `distributed.enable()`
+        """A module kept without its functions, read in full when they were deferred, or when
+        it imports a module of the project that has effect words: `setup()` in config.py calling `distributed.enable()`
         is one link of a chain (script -> config -> distributed) that ends in an init."""
         full = ModuleFacts(mod.path, {}, mod.from_imports, mod.module_imports)
         try:
             data = read_bytes(mod.path)
-            if self._links_to(data):
+            if mod.deferred or self._links_to(data):
                 full = facts_of(ast.parse(data, filename=mod.path), mod.path)
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
             pass
@@ -844,7 +855,9 @@ class Project:
             return None
         if ref[0] == "name":
             local = ref[1]
-            if local not in mod.functions and local not in mod.from_imports and not mod.complete:
+            if mod.deferred or (
+                local not in mod.functions and local not in mod.from_imports and not mod.complete
+            ):
                 mod = self._complete(mod)
             if local in mod.functions:
                 return mod, local
