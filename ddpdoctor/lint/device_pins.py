@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 
 from ddpdoctor.lint.finding import Hit
-from ddpdoctor.lint.guards import guarded_locally, rank0_only, single_process_branch
+from ddpdoctor.lint.guards import guarded_locally, off_by_default, rank0_only, single_process_branch
 from ddpdoctor.lint.index import DDP_NAMES, FUNC_TYPES, ModuleIndex, dotted, kwarg, position
 from ddpdoctor.lint.project import call_effects, program_effects
 
@@ -69,6 +69,8 @@ def _load_without_map_location(index: ModuleIndex) -> list[Hit]:
             continue  # a per-rank file, saved from this rank's own GPU
         if guarded_locally(index, call) or single_process_branch(index, call):
             continue
+        if off_by_default(index, call):
+            continue  # `if re_train: torch.load(p)` in a constructor nobody asks to re-train
         if _mapped_in_another_branch(index, call) or not _loads_state(index, call):
             continue
         hits.append(

@@ -134,9 +134,7 @@ def lint_source(
             if project is not None:
                 project.remember(tree, path, source, defer=not notes)
             return notes
-        if not _trains_in_program(source, path, project) and not project.may_reach_init(
-            tree, path
-        ):
+        if not _trains_in_program(source, path, project) and not project.may_reach_init(tree, path):
             # no loop, and no call that sets a group up
             project.remember(tree, path, source, defer=not notes)
             return notes

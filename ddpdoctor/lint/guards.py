@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from ddpdoctor.lint.index import FUNC_TYPES, ModuleIndex, dotted, last_name
+from ddpdoctor.lint.index import FUNC_TYPES, ModuleIndex, dotted, has_star_args, kwarg, last_name
 
 RANK0_WORDS = (
     "master",
@@ -442,3 +442,67 @@ def _others_wait(stmt: ast.stmt) -> bool:
             for n in ast.walk(s)
         )
     )
+
+
+def off_by_default(index: ModuleIndex, node: ast.AST) -> bool:
+    """Under `if flag:` where flag is a parameter of the enclosing function that defaults to
+    a false constant and no call of that function in the file passes it (`re_train=False`,
+    the model always built as `Net(id, size)`): that branch never runs."""
+    scope = index.scope_of(node)
+    if not isinstance(scope, FUNC_TYPES):
+        return False
+    child = node
+    for anc in index.ancestors(node):
+        if (
+            isinstance(anc, ast.If)
+            and isinstance(anc.test, ast.Name)
+            and child in anc.body
+            and _false_default(scope, anc.test.id)
+            and _never_passed(index, scope, anc.test.id)
+        ):
+            return True
+        child = anc
+    return False
+
+
+def _false_default(func: ast.AST, name: str) -> bool:
+    args = func.args  # type: ignore[attr-defined]
+    positional = [*args.posonlyargs, *args.args]
+    with_default = positional[len(positional) - len(args.defaults) :]
+    pairs = list(zip(with_default, args.defaults, strict=True))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d]
+    return any(a.arg == name and isinstance(d, ast.Constant) and not d.value for a, d in pairs)
+
+
+def _never_passed(index: ModuleIndex, func: ast.AST, name: str) -> bool:
+    """Every call of the function in this file leaves the parameter to its default (and
+    there is at least one; a function handed over as a value may be called with anything)."""
+    sites = index.call_sites.get(func, [])
+    name_of = getattr(func, "name", "")
+    if name_of == "__init__" and (cls := index.enclosing_class(func)) is not None:
+        name_of = cls.name  # `Net(...)` builds it; `Net` handed over is built elsewhere
+    if not sites or _passed_as_value(index, name_of):
+        return False
+    args = func.args  # type: ignore[attr-defined]
+    params = [a.arg for a in (*args.posonlyargs, *args.args)]
+    skip = 1 if params and params[0] in ("self", "cls") else 0
+    at = params.index(name) - skip if name in params else None
+    return not any(
+        has_star_args(site)
+        or kwarg(site, name) is not None
+        or (at is not None and at < len(site.args))
+        for site in sites
+    )
+
+
+def _passed_as_value(index: ModuleIndex, name: str) -> bool:
+    """The function or class is handed to another call (a callback, a factory), which may
+    call it with anything; `super(Net, self)` and `isinstance(x, Net)` do not call it."""
+    for call in index.calls:
+        if last_name(call.func) in ("super", "isinstance", "issubclass"):
+            continue
+        for value in [*call.args, *(k.value for k in call.keywords)]:
+            elts = value.elts if isinstance(value, ast.Tuple | ast.List) else [value]
+            if any(isinstance(e, ast.Name) and e.id == name for e in elts):
+                return True
+    return False
