@@ -155,7 +155,14 @@ def rank_kind(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> set[s
         parts = [v.value for v in expr.values if isinstance(v, ast.FormattedValue)]
         return set().union(*(rank_kind(index, p, depth + 1) for p in parts)) or {"unknown"}
     if isinstance(expr, ast.BinOp):
-        return {"local"} if isinstance(expr.op, ast.Mod) else {"unknown"}
+        if isinstance(expr.op, ast.Mod):
+            return {"local"}
+        if isinstance(expr.op, ast.Add) and any(
+            isinstance(side, ast.BinOp) and isinstance(side.op, ast.Mult)
+            for side in (expr.left, expr.right)
+        ):
+            return {"global"}  # `node_rank * gpus_per_node + gpu`: the global rank, built
+        return {"unknown"}
     if isinstance(expr, ast.IfExp):  # `0 if not is_ddp else dist.get_rank()`
         return rank_kind(index, expr.body, depth + 1) | rank_kind(index, expr.orelse, depth + 1)
     if isinstance(expr, (ast.Name, ast.Attribute)):
