@@ -394,7 +394,9 @@ def check(index: ModuleIndex) -> list[Hit]:
         return []
     if not index.is_ddp_script:
         # A trainer module a DDP program imports: its loads run on every rank too.
-        return _load_without_map_location(index) if index.in_ddp_program else []
+        if not index.in_ddp_program:
+            return []
+        return _load_without_map_location(index) + _global_rank_moves(index)
     return (
         _load_without_map_location(index)
         + _several_devices(index)

@@ -177,8 +177,21 @@ def rank_kind(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> set[s
             return kinds  # `local_rank = dist.get_rank()`: the name does not make it local
         if "local_rank" in last_name(expr).lower():
             return {"local"}
+        if not kinds and _global_elsewhere(index, expr):
+            return {"global"}
         return kinds or {"unknown"}
     return {"unknown"}
+
+
+def _global_elsewhere(index: ModuleIndex, expr: ast.AST) -> bool:
+    """`args.rank` in a trainer module, never assigned here, that the DDP script of the
+    project builds as `args.rank * ngpus_per_node + gpu` (MONAI's SwinUNETR trainer)."""
+    if not isinstance(expr, ast.Attribute) or index.project is None or index.path is None:
+        return False
+    name = dotted(expr)
+    if name is None or name.startswith("self.") or index.bindings.get(name):
+        return False
+    return bool(index.project.builds_global_rank(name, index.path))
 
 
 def _single(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> ast.AST | None:

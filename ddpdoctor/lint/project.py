@@ -500,6 +500,7 @@ class Project:
         self._set_epoch = False  # whether any file of the project says set_epoch
         self._module_names: set[str] | None = None
         self._names_walked = False
+        self._global_ranks: dict[tuple[str, str], bool] = {}
         self.parsed: set[str] = set()  # files parsed here without error: no need to again
         self.trees: dict[str, ast.Module] = {}  # of those, the ones the checks will read
         self.indexes: dict[str, ModuleIndex] = {}  # of those, the ones indexed here already
@@ -710,6 +711,27 @@ class Project:
         if self._links is None:
             self._scan()
         return self._set_epoch
+
+    def builds_global_rank(self, name: str, path: str) -> bool:
+        """Whether a file of the project that sets up DDP and imports this module assigns the
+        attribute a rank built from the node's (`args.rank = args.rank * ngpus_per_node +
+        gpu`): the trainer module it hands that `args` then holds the global rank there."""
+        key = (name, os.path.abspath(path))
+        if key not in self._global_ranks:
+            if self._links is None:
+                self._scan()
+            line = re.compile(
+                rb"(?m)^[ \t]*" + re.escape(name.encode()) + rb"[ \t]*=(?!=)([^\n#]*)"
+            )
+            self._global_ranks[key] = any(
+                any(
+                    b"*" in m.group(1) and b"+" in m.group(1) and b"%" not in m.group(1)
+                    for m in line.finditer(data)
+                )
+                and key[1] in self._imported_files(file, data)
+                for file, data in self._ddp_files
+            )
+        return self._global_ranks[key]
 
     def in_ddp_program(self, path: str) -> bool:
         """Whether a module of the project is run by a data-parallel program: a file that sets
