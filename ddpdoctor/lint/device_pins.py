@@ -281,6 +281,24 @@ def _global_rank_moves(index: ModuleIndex) -> list[Hit]:
     from ddpdoctor.lint.devices import device_value, rank_kind
 
     hits: list[Hit] = []
+    for call in index.calls_named("load"):
+        where = kwarg(call, "map_location")
+        if index.qualname(call.func) != "torch.load" or where is None:
+            continue
+        values = (
+            [v for v in where.values if v is not None] if isinstance(where, ast.Dict) else [where]
+        )
+        if any(
+            not device_value(index, v) and rank_kind(index, v) == {"global"} for v in values
+        ):  # a `torch.device(...)` of the rank is reported where it is made
+            hits.append(
+                Hit(
+                    call,
+                    "DDL004",
+                    "torch.load maps onto the GPU of the global RANK: on a second node that GPU "
+                    "is not there (map to LOCAL_RANK's)",
+                )
+            )
     for call in index.calls_named("to", "cuda", "device"):
         is_device = index.callee_name(call) == "device"
         if is_device and index.qualname(call.func) != "torch.device":

@@ -155,6 +155,10 @@ def rank_kind(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> set[s
         parts = [v.value for v in expr.values if isinstance(v, ast.FormattedValue)]
         return set().union(*(rank_kind(index, p, depth + 1) for p in parts)) or {"unknown"}
     if isinstance(expr, ast.BinOp):
+        if isinstance(expr.op, ast.Mod) and isinstance(expr.left, ast.Constant):
+            # `"cuda:%d" % rank`: a format, not a remainder
+            parts = expr.right.elts if isinstance(expr.right, ast.Tuple) else [expr.right]
+            return set().union(*(rank_kind(index, p, depth + 1) for p in parts)) or {"unknown"}
         if isinstance(expr.op, ast.Mod):
             return {"local"}
         if isinstance(expr.op, ast.Add) and any(
