@@ -219,7 +219,19 @@ def _writes_itself(index: ModuleIndex, call: ast.Call) -> bool:
     doing torch.save), rather than through a chain that is judged where it writes."""
     found = project_target(index, call)
     facts = found[0].functions.get(found[1]) if found else None
-    return facts is not None and bool({"writes", "opens_log"} & facts.direct)
+    if facts is None:
+        return False
+    if {"writes", "opens_log"} & facts.direct:
+        return True
+    # A saving helper that writes through a function of its own module (`save_best_model` ->
+    # `save_model`), unless it tests the rank or is handed one (it may decide per rank).
+    if "save" not in found[1].lower() or "rank_aware" in facts.direct or passes_rank(call):
+        return False
+    helpers = [found[0].functions.get(name) for name in facts.local]  # type: ignore[index]
+    return any(
+        h is not None and "rank_aware" not in h.direct and {"writes", "opens_log"} & h.direct
+        for h in helpers
+    )
 
 
 LOG_SUFFIXES = (".log", ".txt")
