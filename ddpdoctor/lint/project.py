@@ -83,8 +83,8 @@ class ModuleFacts:
     functions: dict[str, FuncFacts]
     from_imports: dict[str, tuple[str, int, str]]
     module_imports: dict[str, str]
-    # False: only the imports were kept (no effect words); its functions are read on demand
-    # when a call reaches one and the module imports a module that has effect words.
+    # False: only the imports were kept (no effect words, or deferred); its functions are
+    # read on demand when a call reaches one (see Project._complete).
     complete: bool = True
     # True: it has effect words, but its functions are read only when a call reaches one (most
     # modules the engine lints are never called into by another).
@@ -633,8 +633,9 @@ class Project:
 
     def _complete(self, mod: ModuleFacts) -> ModuleFacts:
         """A module kept without its functions, read in full when they were deferred, or when
-        it imports a module of the project that has effect words: `setup()` in config.py calling `distributed.enable()`
-        is one link of a chain (script -> config -> distributed) that ends in an init."""
+        it imports a module of the project that has effect words: `setup()` in config.py
+        calling `distributed.enable()` is one link of a chain (script -> config ->
+        distributed) that ends in an init."""
         full = ModuleFacts(mod.path, {}, mod.from_imports, mod.module_imports)
         try:
             data = read_bytes(mod.path)
@@ -812,7 +813,8 @@ class Project:
             elif t is ast.Import:
                 for a in node.names:  # type: ignore[attr-defined]
                     key = a.asname or a.name.split(".", 1)[0]
-                    if modules.setdefault(key, a.name if a.asname else key) != modules[key]:
+                    name = a.name if a.asname else key
+                    if modules.setdefault(key, name) != name:
                         return True
         mod = ModuleFacts(os.path.abspath(path), {}, froms, modules)
         seen: set[Ref] = set()
