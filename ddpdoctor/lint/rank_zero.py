@@ -288,6 +288,8 @@ def _helper_writes(index: ModuleIndex) -> list[Hit]:
             continue  # `CSVLogger(f"{tag}_r{rank}.csv")`: a file per rank
         if rank0_goes_first(index, call):
             continue  # a download or cache that rank 0 fills first, the others then read
+        if _in_handler(index, call):
+            continue  # a dump of the failing rank's state (`except: save_batch(b); raise`)
         site = every_rank_call(index, call)
         if site is False:
             continue
@@ -301,6 +303,11 @@ def _helper_writes(index: ModuleIndex) -> list[Hit]:
             )
         )
     return hits
+
+
+def _in_handler(index: ModuleIndex, node: ast.AST) -> bool:
+    """Inside an `except` block of its function: it runs on the rank that failed, not on all."""
+    return any(isinstance(a, ast.ExceptHandler) for a in index.ancestors(node))
 
 
 def _unguarded_twins(index: ModuleIndex, skip: set[int] | None = None) -> list[Hit]:
