@@ -384,11 +384,39 @@ def _helper_samplers(index: ModuleIndex) -> list[Hit]:
     return []
 
 
+# What a sampler that draws a new order says (torch's DistributedSampler: a seeded randperm).
+ORDER_WORDS = (b"randperm", b"permutation", b".shuffle(", b"random.")
+
+
+def _own_fixed_order(index: ModuleIndex, call: ast.Call) -> bool:
+    """The project's own class named DistributedSampler (this file's, or imported from a module
+    of the project) that never draws a random order: TTS's "non shuffling" sampler needs no
+    set_epoch."""
+    from ddpdoctor.lint.project import project_target
+
+    local = index.resolve_call(call)
+    if local:
+        cls = index.enclosing_class(local[0])
+        text = ast.unparse(cls).encode() if cls is not None else b""
+    elif (found := project_target(index, call)) is not None:
+        try:
+            text = read_bytes(found[0].path)
+        except OSError:
+            return False
+    else:
+        return False
+    return not any(w in text for w in ORDER_WORDS)
+
+
 def check_set_epoch(index: ModuleIndex) -> list[Hit]:
     """DDL003. Only samplers a DataLoader reads: one built to test or inspect is no bug."""
     if not index.calls_by_name.get("DistributedSampler"):
         return _helper_samplers(index)
-    samplers = [c for c in index.calls_named("DistributedSampler") if _shuffles(c)]
+    samplers = [
+        c
+        for c in index.calls_named("DistributedSampler")
+        if _shuffles(c) and not _own_fixed_order(index, c)
+    ]
     if samplers:
         fed = _fed_to_loaders(index)
         samplers = [s for s in samplers if s in fed and not _for_evaluation(index, s)]
