@@ -192,6 +192,8 @@ def _global_elsewhere(index: ModuleIndex, expr: ast.AST) -> bool:
     project builds as `args.rank * ngpus_per_node + gpu` (MONAI's SwinUNETR trainer)."""
     if not isinstance(expr, ast.Attribute) or index.project is None or index.path is None:
         return False
+    if "rank" not in expr.attr.lower():
+        return False  # `args.rank`, `opt.global_rank`: only a rank can be built so
     name = dotted(expr)
     if name is None or name.startswith("self.") or index.bindings.get(name):
         return False

@@ -132,11 +132,11 @@ def lint_source(
             or _program_loop(source, path, project)
         ):
             if project is not None:
-                project.remember(tree, path, source, defer=not notes)
+                project.remember(tree, path, source)
             return notes
         if not _trains_in_program(source, path, project) and not project.may_reach_init(tree, path):
             # no loop, and no call that sets a group up
-            project.remember(tree, path, source, defer=not notes)
+            project.remember(tree, path, source)
             return notes
         index = _indexed(tree, path, project)
         project.remember(tree, path, source, index)

@@ -83,12 +83,9 @@ class ModuleFacts:
     functions: dict[str, FuncFacts]
     from_imports: dict[str, tuple[str, int, str]]
     module_imports: dict[str, str]
-    # False: only the imports were kept (no effect words, or deferred); its functions are
-    # read on demand when a call reaches one (see Project._complete).
+    # False: only the imports were kept (no effect words); its functions are read on demand
+    # when a call reaches one and the module imports a module that has effect words.
     complete: bool = True
-    # True: it has effect words, but its functions are read only when a call reaches one (most
-    # modules the engine lints are never called into by another).
-    deferred: bool = False
 
 
 def callee_ref(call: ast.Call) -> Ref | None:
@@ -501,6 +498,7 @@ class Project:
         self._module_names: set[str] | None = None
         self._names_walked = False
         self._global_ranks: dict[tuple[str, str], bool] = {}
+        self._builders: dict[str, list[tuple[str, bytes]]] = {}
         self.parsed: set[str] = set()  # files parsed here without error: no need to again
         self.trees: dict[str, ast.Module] = {}  # of those, the ones the checks will read
         self.indexes: dict[str, ModuleIndex] = {}  # of those, the ones indexed here already
@@ -611,13 +609,14 @@ class Project:
         path: str,
         source: str,
         index: ModuleIndex | None = None,
-        defer: bool = True,
     ) -> None:
         """Keep the facts of a file the engine parsed anyway, so an import of it costs nothing.
-        Only its imports are kept now (they may re-export one); its functions are read if a
-        call reaches one (see _complete): again from the file when it has effect words (and
-        `defer`: the file on disk parses as it is), else only as a link of a set-up chain.
-        With the engine's index of the file, the facts are read from it (no second walk)."""
+        A file without effect words keeps only its imports (they may re-export one); its
+        functions are read again only if a call reaches one (see _complete). With the engine's
+        index of the file, the facts are read from it (no second walk). Reading the functions
+        of the others only when asked was tried: it saves torch's own package a second, but
+        costs the corpus trees more (icefall's recipes call into most of their modules after
+        those were linted, and each would be parsed again)."""
         key = os.path.abspath(path)
         self.pending.discard(key)
         self.indexes.pop(key, None)  # built for its facts, not needed by the checks after all
@@ -625,21 +624,17 @@ class Project:
             words = any(w in source for w in EFFECT_WORDS) or self.links_to(source)
             if words and index is not None:
                 self._facts[key] = facts_from_index(index, key)
-            elif words and defer:
-                facts = ModuleFacts(key, {}, *_imports(tree), complete=False, deferred=True)
-                self._facts[key] = facts
             else:
                 self._facts[key] = facts_of(tree, key, with_functions=words)
 
     def _complete(self, mod: ModuleFacts) -> ModuleFacts:
-        """A module kept without its functions, read in full when they were deferred, or when
-        it imports a module of the project that has effect words: `setup()` in config.py
-        calling `distributed.enable()` is one link of a chain (script -> config ->
-        distributed) that ends in an init."""
+        """A module kept without its functions, read in full when it imports a module of the
+        project that has effect words: `setup()` in config.py calling `distributed.enable()`
+        is one link of a chain (script -> config -> distributed) that ends in an init."""
         full = ModuleFacts(mod.path, {}, mod.from_imports, mod.module_imports)
         try:
             data = read_bytes(mod.path)
-            if mod.deferred or self._links_to(data):
+            if self._links_to(data):
                 full = facts_of(ast.parse(data, filename=mod.path), mod.path)
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
             pass
@@ -719,20 +714,29 @@ class Project:
         gpu`): the trainer module it hands that `args` then holds the global rank there."""
         key = (name, os.path.abspath(path))
         if key not in self._global_ranks:
+            self._global_ranks[key] = any(
+                key[1] in self._imported_files(file, data)
+                for file, data in self._global_rank_builders(name)
+            )
+        return self._global_ranks[key]
+
+    def _global_rank_builders(self, name: str) -> list[tuple[str, bytes]]:
+        """The DDP files of the project that assign `name` a product plus something."""
+        if name not in self._builders:
             if self._links is None:
                 self._scan()
-            line = re.compile(
-                rb"(?m)^[ \t]*" + re.escape(name.encode()) + rb"[ \t]*=(?!=)([^\n#]*)"
-            )
-            self._global_ranks[key] = any(
-                any(
+            needle = name.encode()
+            line = re.compile(rb"(?m)^[ \t]*" + re.escape(needle) + rb"[ \t]*=(?!=)([^\n#]*)")
+            self._builders[name] = [
+                (file, data)
+                for file, data in self._ddp_files
+                if needle in data
+                and any(
                     b"*" in m.group(1) and b"+" in m.group(1) and b"%" not in m.group(1)
                     for m in line.finditer(data)
                 )
-                and key[1] in self._imported_files(file, data)
-                for file, data in self._ddp_files
-            )
-        return self._global_ranks[key]
+            ]
+        return self._builders[name]
 
     def in_ddp_program(self, path: str) -> bool:
         """Whether a module of the project is run by a data-parallel program: a file that sets
@@ -879,9 +883,7 @@ class Project:
             return None
         if ref[0] == "name":
             local = ref[1]
-            if mod.deferred or (
-                local not in mod.functions and local not in mod.from_imports and not mod.complete
-            ):
+            if local not in mod.functions and local not in mod.from_imports and not mod.complete:
                 mod = self._complete(mod)
             if local in mod.functions:
                 return mod, local
