@@ -423,6 +423,8 @@ def check_set_epoch(index: ModuleIndex) -> list[Hit]:
     if not samplers or not _trains_here(index):
         return []  # a data module: the epoch loop (and its set_epoch) live elsewhere
     loop_called = _loop_called(index)
+    if _single_pass(index, loop_called):
+        return []  # one pass over the loader: there is no second epoch to reshuffle for
     per_epoch = [
         c
         for c in index.calls_named("set_epoch")
@@ -442,6 +444,40 @@ def check_set_epoch(index: ModuleIndex) -> list[Hit]:
             )
         )
     return hits
+
+
+def _single_pass(index: ModuleIndex, loop_called: set[ast.AST]) -> bool:
+    """Every backward runs in one `for` over a DataLoader and in no outer loop: at module level,
+    or in a function this file calls only outside loops (a tutorial's one pass over the data).
+    A loop that draws batches with next() or rebuilds the iterator is no single pass."""
+    backs = index.calls_by_name.get("backward", [])
+    if not backs:
+        return False
+    for call in backs:
+        loops = index.enclosing_loops(call)
+        if len(loops) != 1 or not isinstance(loops[0], ast.For):
+            return False
+        if not _over_a_loader(index, loops[0].iter):
+            return False
+        scope = index.scope_of(call)
+        if isinstance(scope, ast.Module):
+            continue
+        sites = index.call_sites.get(scope, [])
+        if not sites or scope in loop_called or any(index.in_loop(s) for s in sites):
+            return False
+    return True
+
+
+def _over_a_loader(index: ModuleIndex, expr: ast.AST) -> bool:
+    """`for batch in loader`, `enumerate(loader)`, `tqdm(loader)`: a name bound to a DataLoader."""
+    for node in ast.walk(expr):
+        key = dotted(node) if isinstance(node, ast.Name | ast.Attribute) else None
+        if key and any(
+            isinstance(v, ast.Call) and last_name(v.func) == "DataLoader"
+            for _, v in index.bindings.get(key, ())
+        ):
+            return True
+    return False
 
 
 def _stuck_note(index: ModuleIndex) -> str:
