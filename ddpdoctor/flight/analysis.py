@@ -40,6 +40,9 @@ class Group:
     parted_at: int | None = None  # the first collective some rank did not complete
     never_joined: list[int] = field(default_factory=list)
     waiting: list[int] = field(default_factory=list)
+    # completed the parting collective and went on (to wait in a later one): with gloo's ring
+    # a rank stopped late in a collective can still let the ranks after it finish
+    ahead: list[int] = field(default_factory=list)
     op: str | None = None  # of the parting collective, as the waiting ranks recorded it
     site: str | None = None  # where the waiting ranks called it
     last_all: int = -1  # the last collective every rank with a dump completed
@@ -65,6 +68,7 @@ class Group:
             "site": self.site,
             "never_joined": self.never_joined,
             "waiting": self.waiting,
+            "ahead": self.ahead,
             "last_completed_by_all": self.last_all,
             "last_completed_by_all_op": self.last_all_op,
             "mismatch_at": self.mismatch_at,
@@ -126,6 +130,7 @@ def _group(gid: str, dumps: list[Dump], world_size: int) -> Group:
             # no one waits: those that went ahead gave up on it (an error, a timeout), and
             # the ones behind are a consequence, not a cause
             g.never_joined = sorted(r for r in have if enq[r] < parted) if g.waiting else []
+            g.ahead = sorted(r for r in have if done[r] >= parted) if g.waiting else []
             calls = [seqs[r][parted] for r in g.waiting if parted in seqs[r]]
             if calls:
                 g.op, g.site = calls[0].op, calls[0].user_site()
@@ -216,17 +221,26 @@ def _findings(f: Flight, where: dict[int, list[str]], who: dict[int, str]) -> li
                 if g.no_dump
                 else "; only this rank's dump was given: the others' dumps tell who did not join"
                 if len(f.dumps) == 1
+                else ""
+                if g.ahead
                 else "; every rank joined it and none finished (a transport stall, or a rank"
                 " stopped inside it)"
             )
+            went_on = (
+                f"; {ranks_txt(g.ahead)} completed it and went on to a later collective"
+                if g.ahead
+                else ""
+            )
             out.append(
                 problems.FR_STUCK_IN_COLLECTIVE.finding(
-                    f"{ranks_txt(g.waiting)} {_is(g.waiting)} stuck in {call}{site}{gone}{tail}",
-                    g.waiting + g.no_dump,
+                    f"{ranks_txt(g.waiting)} {_is(g.waiting)} stuck in {call}{site}{gone}"
+                    f"{went_on}{tail}",
+                    sorted(g.waiting + g.ahead + g.no_dump),
                     group=g.id,
                     seq=g.parted_at,
                     last_completed_by_all=g.last_all,
                     no_dump=g.no_dump,
+                    ahead=g.ahead,
                 )
             )
     named = {r for x in out for r in x.ranks}

@@ -131,3 +131,28 @@ def test_ddpdoctors_own_groups_are_left_out(tmp_path: Path) -> None:
         (tmp_path / f"fr-{r}.json").write_text(json.dumps(dump))
     f = analysis.analyze(read_path(tmp_path).dumps)
     assert f.groups == [] and f.findings() == []
+
+
+def test_ranks_that_finished_the_parting_collective_are_named_as_gone_on(tmp_path: Path) -> None:
+    """Rank 1 stopped late in all_reduce #6: rank 0 still waits in it, but gloo's ring let ranks
+    2 and 3 finish it and go on. All four belong to the finding, the last two as gone on (made
+    from the stopped_rank dump: ranks 2 and 3 are copies of rank 0 that completed #6)."""
+    base = json.loads((DUMPS / "stopped_rank" / "fr-0.json").read_text())
+    (tmp_path / "fr-0.json").write_text(json.dumps(base))
+    for rank in (2, 3):
+        dump = json.loads(json.dumps(base))
+        dump["rank"], dump["pid"] = rank, 1000 + rank
+        dump["pg_status"]["0"].update(last_completed_collective=6, last_enqueued_collective=7)
+        for entry in dump["entries"]:
+            if entry["pg_id"] == 0 and entry["collective_seq_id"] == 6:
+                entry["state"] = "completed"
+        (tmp_path / f"fr-{rank}.json").write_text(json.dumps(dump))
+    got = read_path(tmp_path)
+    f = analysis.analyze(got.dumps, 4)
+    g = default(f)
+    assert (g.parted_at, g.waiting, g.ahead, g.no_dump) == (6, [0], [2, 3], [1])
+    (found,) = f.findings()
+    assert found.code == "DDP703" and found.ranks == [0, 1, 2, 3]
+    assert "rank 0 is stuck in all_reduce #6" in found.message
+    assert "ranks 2,3 completed it and went on to a later collective" in found.message
+    assert found.data["ahead"] == [2, 3] and found.data["no_dump"] == [1]
