@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from ddpdoctor.lint.index import FUNC_TYPES, ModuleIndex, dotted, has_star_args, kwarg, last_name
+from ddpdoctor.lint.index import FUNC_TYPES, ModuleIndex, dotted, has_star_args, last_name
 
 RANK0_WORDS = (
     "master",
@@ -458,7 +458,7 @@ def off_by_default(index: ModuleIndex, node: ast.AST) -> bool:
             and isinstance(anc.test, ast.Name)
             and child in anc.body
             and _false_default(scope, anc.test.id)
-            and _never_passed(index, scope, anc.test.id)
+            and _never_passed(index, scope, anc.test)
         ):
             return True
         child = anc
@@ -474,35 +474,14 @@ def _false_default(func: ast.AST, name: str) -> bool:
     return any(a.arg == name and isinstance(d, ast.Constant) and not d.value for a, d in pairs)
 
 
-def _never_passed(index: ModuleIndex, func: ast.AST, name: str) -> bool:
+def _never_passed(index: ModuleIndex, func: ast.AST, flag: ast.Name) -> bool:
     """Every call of the function in this file leaves the parameter to its default (and
     there is at least one; a function handed over as a value may be called with anything)."""
-    sites = index.call_sites.get(func, [])
     name_of = getattr(func, "name", "")
     if name_of == "__init__" and (cls := index.enclosing_class(func)) is not None:
         name_of = cls.name  # `Net(...)` builds it; `Net` handed over is built elsewhere
-    if not sites or _passed_as_value(index, name_of):
+    if index.handed_over(name_of):
         return False
-    args = func.args  # type: ignore[attr-defined]
-    params = [a.arg for a in (*args.posonlyargs, *args.args)]
-    skip = 1 if params and params[0] in ("self", "cls") else 0
-    at = params.index(name) - skip if name in params else None
-    return not any(
-        has_star_args(site)
-        or kwarg(site, name) is not None
-        or (at is not None and at < len(site.args))
-        for site in sites
-    )
-
-
-def _passed_as_value(index: ModuleIndex, name: str) -> bool:
-    """The function or class is handed to another call (a callback, a factory), which may
-    call it with anything; `super(Net, self)` and `isinstance(x, Net)` do not call it."""
-    for call in index.calls:
-        if last_name(call.func) in ("super", "isinstance", "issubclass"):
-            continue
-        for value in [*call.args, *(k.value for k in call.keywords)]:
-            elts = value.elts if isinstance(value, ast.Tuple | ast.List) else [value]
-            if any(isinstance(e, ast.Name) and e.id == name for e in elts):
-                return True
-    return False
+    passed = index.passed_args(flag)  # None per call that leaves it out (or hides it in *args)
+    sites = index.call_sites.get(func, [])
+    return bool(passed) and all(p is None for p in passed) and not any(map(has_star_args, sites))

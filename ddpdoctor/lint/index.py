@@ -596,10 +596,14 @@ class ModuleIndex:
                     targets.update(self._methods_of(cls, fn.attr))
         return targets
 
-    def _handed_over(self, name: str) -> bool:
-        """The function is passed to another call as a value (`Process(target=init_processes,
-        args=(rank, size, main, args))`): whoever gets it runs it, after its own set-up."""
+    def handed_over(self, name: str) -> bool:
+        """The function (or class) is passed to another call as a value (`Process(target=
+        init_processes, args=(rank, size, main, args))`): whoever gets it runs it, after its own
+        set-up, with arguments of its choosing. `super(Net, self)` and `isinstance(x, Net)`
+        only name it."""
         for call in self.calls:
+            if last_name(call.func) in ("super", "isinstance", "issubclass"):
+                continue
             values = [*call.args, *(k.value for k in call.keywords)]
             for value in values:
                 elts = value.elts if isinstance(value, (ast.Tuple, ast.List)) else [value]
@@ -632,7 +636,7 @@ class ModuleIndex:
             for f in self.functions.get("main", ())
             if not self.enclosing_class(f)
             and f not in self.call_sites
-            and not self._handed_over("main")
+            and not self.handed_over("main")
         )
         for call in self.calls:
             # `fire.Fire(train)`: a library call at module level handed one of our functions.

@@ -5,6 +5,7 @@ relative imports; nothing is imported or run."""
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ddpdoctor.lint import lint_paths, lint_source
-from ddpdoctor.lint.project import find_root
+from ddpdoctor.lint.project import Project, find_root
 
 PROJECTS = Path(__file__).parent.parent / "fixtures" / "lint" / "projects"
 EXPECT = re.compile(r"#.*?\b(DDL\d{3})\b")
@@ -183,3 +184,19 @@ def test_a_teardown_on_one_side_of_a_rank_test_is_named() -> None:
     split = [f for f in found if f.path.endswith("evaluate.py")]
     assert [f.line for f in split] == [9]
     assert "line 14 runs on one side of a rank-0 test only" in split[0].message
+
+
+def test_a_name_imported_two_ways_is_left_to_the_index(tmp_path: Path) -> None:
+    """The light walk that spares indexing a module answers "may set a group up" when one
+    local name is bound by two imports (`import groups as s` here, `import quiet as s` in a
+    function): only the index knows which one a call means."""
+    (tmp_path / "quiet.py").write_text("def start():\n    return 0\n")
+    (tmp_path / "groups.py").write_text(
+        "import torch.distributed as dist\n\ndef start():\n    dist.init_process_group('gloo')\n"
+    )
+    source = "import groups as s\n\ndef setup():\n    import quiet as s\n    s.start()\n"
+    (tmp_path / "app.py").write_text(source)
+    project = Project(str(tmp_path))
+    assert project.may_reach_init(ast.parse(source), str(tmp_path / "app.py"))
+    alone = "import quiet as s\n\ndef setup():\n    s.start()\n"
+    assert not project.may_reach_init(ast.parse(alone), str(tmp_path / "app.py"))
