@@ -406,6 +406,17 @@ class ModuleIndex:
         return {id(loop) for call in self.training_calls for loop in self.enclosing_loops(call)}
 
     @cached_property
+    def loop_helpers(self) -> set[ast.AST]:
+        """This file's functions that a training loop calls, directly or through others
+        (`validate()` each epoch): what they print, they print once per epoch or step."""
+        loops = self.training_loops
+        seeds: set[ast.AST] = set()
+        for call in self.calls:
+            if any(id(loop) in loops for loop in self.enclosing_loops(call)):
+                seeds.update(self.resolve_call(call))
+        return {f for seed in seeds for f in self.reachable(seed)}
+
+    @cached_property
     def trainer_roots(self) -> set[ast.AST]:
         """In a DDP script, or a module a DDP program imports (in_ddp_program), the functions
         that hold a training loop and that nothing here calls: the program calls them, on every

@@ -443,18 +443,20 @@ def check(index: ModuleIndex) -> list[Hit]:
         what = _progress(index, call, loggers, quiet)
         if what is None or (silenced and what == "print"):
             continue
-        if not any(id(loop) in loops for loop in index.enclosing_loops(call)) and not (
-            _bar_of_a_loop(index, call, loops)
-        ):
-            continue
+        in_loop = any(id(loop) in loops for loop in index.enclosing_loops(call))
+        if not (in_loop or _bar_of_a_loop(index, call, loops)):
+            # In a helper the loop calls (`validate()`), only a bar counts: its log calls are
+            # often one line per epoch, and the logging set-up is seldom in view there.
+            helper = index.scope_of(call)
+            if what not in ("tqdm", "trange") or helper not in index.loop_helpers:
+                continue
+            where = f"in {getattr(helper, 'name', 'a helper')}(), which the training loop calls,"
+        else:
+            where = "in the training loop"
         if _mentions_rank(index, call, depth=2):
             continue  # `[rank {rank}] loss ...` is meant once per rank
         if every_rank_call(index, call) is not False:
             hits.append(
-                Hit(
-                    call,
-                    "DDL006",
-                    f"{what} in the training loop runs on every rank: N copies of each line",
-                )
+                Hit(call, "DDL006", f"{what} {where} runs on every rank: N copies of each line")
             )
     return hits
