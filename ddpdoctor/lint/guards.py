@@ -7,7 +7,14 @@ from __future__ import annotations
 
 import ast
 
-from ddpdoctor.lint.index import FUNC_TYPES, ModuleIndex, dotted, has_star_args, last_name
+from ddpdoctor.lint.index import (
+    FUNC_TYPES,
+    ModuleIndex,
+    dotted,
+    has_star_args,
+    last_name,
+    position,
+)
 
 RANK0_WORDS = (
     "master",
@@ -27,6 +34,10 @@ NONDIST_WORDS += ("multigpu",)
 EXITS = (ast.Return, ast.Continue, ast.Break, ast.Raise)
 
 
+# Whole names that hold a rank: `gpu` in the ImageNet example, `proc_id` in Slurm helpers.
+RANK_NAMES = frozenset({"gpu", "gpu_id", "device_id", "local_gpu", "process_id", "proc_id"})
+
+
 def _rankish(expr: ast.AST) -> bool:
     """An expression that holds a rank (`rank`, `args.local_rank`, `self.gpu_id`, `get_rank()`,
     `args.rank % ngpus_per_node`)."""
@@ -34,11 +45,15 @@ def _rankish(expr: ast.AST) -> bool:
         return _rankish(expr.left)
     if isinstance(expr, ast.Call):  # get_rank(), or a helper of the project's: rank()
         name = last_name(expr.func)
+        if name == "int" and len(expr.args) == 1:
+            return _rankish(expr.args[0])  # `int(os.environ["RANK"])`
+        if name in ("get", "getenv") and expr.args and isinstance(expr.args[0], ast.Constant):
+            return "rank" in str(expr.args[0].value).lower()  # `os.environ.get("RANK", 0)`
         return name in RANK_FUNCS or name.lower() in ("rank", "global_rank", "local_rank")
     if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant):
         return "rank" in str(expr.slice.value).lower()  # a config dict: `opt["rank"]`
     name = last_name(expr).lower() if isinstance(expr, (ast.Name, ast.Attribute)) else ""
-    return "rank" in name or name in ("gpu", "gpu_id", "device_id", "local_gpu")
+    return "rank" in name or name in RANK_NAMES
 
 
 def rank0_name(expr: ast.AST) -> bool:
@@ -52,6 +67,8 @@ def rank0_name(expr: ast.AST) -> bool:
 def _int(expr: ast.AST) -> int | None:
     if isinstance(expr, ast.Constant) and type(expr.value) is int:
         return expr.value
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str) and expr.value.isdigit():
+        return int(expr.value)  # `os.environ.get("RANK") == "0"`
     if (
         isinstance(expr, ast.UnaryOp)
         and isinstance(expr.op, ast.USub)
@@ -282,6 +299,8 @@ def guarded_locally(index: ModuleIndex, node: ast.AST) -> bool:
             in_body = child is anc.body or (isinstance(anc.body, list) and child in anc.body)
             if function_object(index, anc.test):
                 pass  # `if is_main_process:` without the call: always true, on every rank
+            elif asked_before_init(index, anc):
+                pass  # `if is_main_process():` before the group is up: rank 0 everywhere
             elif implies_rank0(anc.test, negated=not in_body):
                 return True
             if in_body and _rank0_flag(index, anc.test):
@@ -313,6 +332,23 @@ def function_object(index: ModuleIndex, test: ast.AST) -> bool:
     from ddpdoctor.lint.project import project_target
 
     return project_target(index, ast.Call(func=test, args=[], keywords=[])) is not None
+
+
+def asked_before_init(index: ModuleIndex, test_holder: ast.If | ast.IfExp) -> bool:
+    """`if is_main_process():` (or `get_rank() == 0`) in a function that sets the group up only
+    later: before the set-up such helpers answer "rank 0" on every rank, so it guards nothing."""
+    asks = [
+        n
+        for n in ast.walk(test_holder.test)
+        if isinstance(n, ast.Call)
+        and (rank0_name(n) or last_name(n.func) in ("get_rank", "get_global_rank"))
+    ]
+    if not asks:
+        return False
+    scope = index.scope_of(test_holder)
+    here = position(test_holder)
+    inits = [position(i) for i in index.all_init_calls if index.scope_of(i) is scope]
+    return bool(inits) and min(inits) > here
 
 
 def _rank0_flag(index: ModuleIndex, test: ast.AST) -> bool:

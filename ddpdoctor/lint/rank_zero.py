@@ -9,12 +9,14 @@ import ast
 
 from ddpdoctor.lint.finding import Hit
 from ddpdoctor.lint.guards import (
+    asked_before_init,
     every_rank_call,
     guarded_locally,
+    rank0_function,
     rank0_goes_first,
     rank0_name,
 )
-from ddpdoctor.lint.index import ModuleIndex, dotted, kwarg, last_name, position
+from ddpdoctor.lint.index import FUNC_TYPES, ModuleIndex, dotted, kwarg, last_name, position
 from ddpdoctor.lint.project import (
     external_effects,
     passes_rank,
@@ -237,23 +239,70 @@ def _writes_itself(index: ModuleIndex, call: ast.Call) -> bool:
 LOG_SUFFIXES = (".log", ".txt")
 
 
-def _given_log_file(call: ast.Call, effects: frozenset[str] | tuple) -> bool:
-    """A helper that makes a FileHandler or SummaryWriter, handed a log file's name spelled out
-    here (`init_logger(log_file=out + f"/{name}.log")`), with no rank among its arguments: every
-    rank opens that one file. A helper given only a config (`init_logger(args)`) may choose a
-    file per rank, or none off rank 0: not judged."""
+def _given_log_file(index: ModuleIndex, call: ast.Call, effects: frozenset[str] | tuple) -> bool:
+    """A helper that makes a FileHandler or SummaryWriter, handed a log file with no rank among
+    its arguments: every rank opens that one file. Handed means a name spelled out here
+    (`init_logger(log_file=out + "/train.log")`), or a path (`log_file_path=work_dir`) given to
+    a helper that asks no rank itself. A helper given only a config (`init_logger(args)`) may
+    choose a file per rank, or none off rank 0: not judged."""
     if "opens_log" not in effects:
         return False
     args = [*call.args, *(k.value for k in call.keywords)]
     if passes_rank(call) or any(rank0_name(n) for a in args for n in ast.walk(a)):
         return False
-    return any(
+    if any(
         isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith(LOG_SUFFIXES)
         for a in args
         for n in ast.walk(a)
+    ):
+        return True
+    found = project_target(index, call)
+    facts = found[0].functions.get(found[1]) if found else None
+    if facts is None or "opens_log" not in facts.direct or RANK_FACTS & facts.direct:
+        return False
+    if any(_may_be_none(index, a) or _chosen_by_rank(index, a) for a in args):
+        # `args.log_path = None` (set only on the master), a level raised off rank 0: the
+        # helper is told per rank what to open
+        return False
+    named = [k.arg for k in call.keywords if k.arg] + [
+        last_name(n) for a in args for n in ast.walk(a) if isinstance(n, (ast.Name, ast.Attribute))
+    ]
+    return any(w in name.lower() for name in named for w in PATH_WORDS if w != "name")
+
+
+def _chosen_by_rank(index: ModuleIndex, arg: ast.expr) -> bool:
+    """A name one of whose values is set under a rank test (`if rank == 0: level = "INFO"`)."""
+    if not isinstance(arg, (ast.Name, ast.Attribute)):
+        return False
+    values = index.values_of(dotted(arg) or "", arg)
+    return any(isinstance(v, ast.AST) and guarded_locally(index, v) for v in values)
+
+
+def _may_be_none(index: ModuleIndex, arg: ast.expr) -> bool:
+    """A name or attribute that may hold None here: assigned None, or a parameter whose
+    default is None."""
+    if not isinstance(arg, (ast.Name, ast.Attribute)):
+        return False
+    values = index.values_of(dotted(arg) or "", arg)
+    if any(isinstance(v, ast.Constant) and v.value is None for v in values):
+        return True
+    scope = index.scope_of(arg)
+    if not isinstance(arg, ast.Name) or not isinstance(scope, FUNC_TYPES):
+        return False
+    params = scope.args
+    positional = [*params.posonlyargs, *params.args]
+    pairs = list(
+        zip(positional[len(positional) - len(params.defaults) :], params.defaults, strict=True)
+    )
+    pairs += [
+        (a, d) for a, d in zip(params.kwonlyargs, params.kw_defaults, strict=True) if d is not None
+    ]
+    return any(
+        a.arg == arg.id and isinstance(d, ast.Constant) and d.value is None for a, d in pairs
     )
 
 
+RANK_FACTS = frozenset({"rank_aware", "reads_rank", "rank_logging"})
 PATH_WORDS = ("file", "path", "dir", "name", "folder")
 
 
@@ -272,24 +321,31 @@ def _path_args(call: ast.Call) -> list[ast.expr]:
     ]
 
 
+def _writing_helper(index: ModuleIndex, call: ast.Call) -> bool:
+    """A call into a helper of another module of the project that writes one file whatever the
+    rank (`save_model(args, model)` doing torch.save, `init_logger(log_file_path=out)`)."""
+    effects = external_effects(index, call) or ()
+    if index.resolve_call(call) or not (
+        "writes" in effects or _given_log_file(index, call, effects)
+    ):
+        return False
+    if not _writes_itself(index, call):
+        return False  # deeper down: reported where the write is, if anywhere
+    if any(_mentions_rank(index, a) for a in _path_args(call)):
+        return False  # `CSVLogger(f"{tag}_r{rank}.csv")`: a file per rank
+    if rank0_goes_first(index, call):
+        return False  # a download or cache that rank 0 fills first, the others then read
+    return not _in_handler(index, call)  # `except: save_batch(b); raise`: the failing rank's
+
+
 def _helper_writes(index: ModuleIndex) -> list[Hit]:
-    """A call into a helper of the project that writes a file (`save_model(args, model)` doing
-    torch.save) and tests no rank itself, made on every rank here."""
+    """A writing helper's call made on every rank here."""
     if not {"writes", "opens_log"} & program_effects(index):
         return []
     hits: list[Hit] = []
     for call in index.calls:
-        effects = external_effects(index, call) or ()
-        if index.resolve_call(call) or not ("writes" in effects or _given_log_file(call, effects)):
+        if not _writing_helper(index, call):
             continue
-        if not _writes_itself(index, call):
-            continue  # deeper down: reported where the write is, if anywhere
-        if any(_mentions_rank(index, a) for a in _path_args(call)):
-            continue  # `CSVLogger(f"{tag}_r{rank}.csv")`: a file per rank
-        if rank0_goes_first(index, call):
-            continue  # a download or cache that rank 0 fills first, the others then read
-        if _in_handler(index, call):
-            continue  # a dump of the failing rank's state (`except: save_batch(b); raise`)
         site = every_rank_call(index, call)
         if site is False:
             continue
@@ -299,10 +355,21 @@ def _helper_writes(index: ModuleIndex) -> list[Hit]:
                 call,
                 "DDL006",
                 f"{name}() writes a file and runs on every rank: N ranks write the same file"
-                f"{_where(site)}",
+                f"{_where(site)}{_early_guard(index, call)}",
             )
         )
     return hits
+
+
+def _early_guard(index: ModuleIndex, node: ast.AST) -> str:
+    """Why an enclosing rank-0 test did not count: it is asked before the set-up."""
+    for anc in index.ancestors(node):
+        if isinstance(anc, (ast.If, ast.IfExp)) and asked_before_init(index, anc):
+            return (
+                f"; the rank-0 test on line {anc.lineno} is asked before the process group is"
+                " set up, when every rank is rank 0"
+            )
+    return ""
 
 
 def _in_handler(index: ModuleIndex, node: ast.AST) -> bool:
@@ -373,11 +440,13 @@ def _writes_after_init(index: ModuleIndex) -> list[Hit]:
             targets = [(call, None)] + [
                 (inner, call)
                 for fn in index.resolve_call(call)
-                if not _tests_rank(index, fn)
+                if not _tests_rank(index, fn) and not rank0_function(fn)
                 for inner in index.calls_by_scope.get(id(fn), ())
             ]
             for write, via in targets:
                 what = _write(index, write)
+                if what is None and via is None and _writing_helper(index, write):
+                    what = f"{dotted(write.func) or 'a helper'}(), which writes a file,"
                 if what is None or (via is not None and guarded_locally(index, write)):
                     continue
                 when = (
@@ -431,6 +500,10 @@ def check(index: ModuleIndex) -> list[Hit]:
     helper_writes = _helper_writes(index)
     hits += helper_writes
     hits += _unguarded_twins(index, {id(h.node) for h in helper_writes})
+    # What follows the set-up in its own function runs on every rank, though nothing here
+    # calls that function (a trainer's __init__, built by the program's script).
+    hit_nodes = {id(h.node) for h in hits}
+    hits += [h for h in _writes_after_init(index) if id(h.node) not in hit_nodes]
     loops = index.training_loops
     if not loops:
         return hits

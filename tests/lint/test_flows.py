@@ -346,6 +346,12 @@ GUARDS = {
     "not args.multiprocessing_distributed or (args.multiprocessing_distributed "
     "and args.rank % ngpus_per_node == 0)": True,
     "not args.distributed or dist.get_rank() == 0": True,
+    'int(os.environ["RANK"]) == 0': True,
+    "int(os.environ.get('RANK', 0)) == 0": True,
+    'os.environ.get("LOCAL_RANK") == "0"': True,
+    "process_id == 0": True,
+    'int(os.environ["WORLD_SIZE"]) == 1': False,
+    'os.environ.get("RANK") == "1"': False,
     "rank != 0": False,
     "rank": False,
     "epoch % 10 == 0": False,
