@@ -39,7 +39,8 @@ def check(index: ModuleIndex) -> list[Hit]:
         judged.update(id(c) for c in own)
         if own and not _destroys(index, reach):
             name = getattr(worker, "name", "the worker")
-            hits.append(_hit(index, own[0], f"before the spawned worker {name}() returns"))
+            first = _set_up_call_in(index, worker, own[0])
+            hits.append(_hit(index, first, f"before the spawned worker {name}() returns"))
     rest = [c for c in inits if id(c) not in judged and not _in_unused_helper(index, c)]
     if rest and _script_misses_destroy(index, rest):
         split = [c for c in index.calls_by_name.get(DESTROY, ()) if _one_side_of_rank0(index, c)]
@@ -51,6 +52,19 @@ def check(index: ModuleIndex) -> list[Hit]:
         )
         hits.append(_hit(index, rest[0], where))
     return hits
+
+
+def _set_up_call_in(index: ModuleIndex, worker: ast.AST, init: ast.Call) -> ast.Call:
+    """Where the worker itself sets the group up: the init when it is in the worker's body,
+    else the worker's call of the helper that makes it (`setup(rank, world)`), the line to
+    pair a destroy with."""
+    holder = index.scope_of(init)
+    if holder is worker:
+        return init
+    for call in sorted(index.calls_by_scope.get(id(worker), ()), key=position):
+        if any(holder in index.reachable(f) for f in index.resolve_call(call)):
+            return call
+    return init
 
 
 def _in_unused_helper(index: ModuleIndex, call: ast.Call) -> bool:
