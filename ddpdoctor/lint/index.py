@@ -414,7 +414,7 @@ class ModuleIndex:
         for call in self.calls:
             if any(id(loop) in loops for loop in self.enclosing_loops(call)):
                 seeds.update(self.resolve_call(call))
-        return {f for seed in seeds for f in self.reachable(seed)}
+        return self.reachable(*seeds)
 
     @cached_property
     def trainer_roots(self) -> set[ast.AST]:
@@ -492,6 +492,10 @@ class ModuleIndex:
         `Cls()` → its `__init__`, `obj.f()` → methods named f (of `self`'s class when the
         receiver is self, of the class `obj` was built from when we can see it)."""
         key = id(call)
+        if key not in self.names:
+            # A call made up for the asking (a decorator read as `dec()`): not of this tree, so
+            # its id may be reused by the next one; an answer kept under it would go stale.
+            return self._resolve(call)
         if key not in self._resolved:
             self._resolved[key] = self._resolve(call)
         return self._resolved[key]
@@ -622,11 +626,11 @@ class ModuleIndex:
                     return True
         return False
 
-    def reachable(self, func: ast.AST) -> set[ast.AST]:
-        """The functions of this file that running func may run (itself included): what a
-        process started at func executes, as far as this file shows."""
-        seen = {func}
-        stack = [func]
+    def reachable(self, *funcs: ast.AST) -> set[ast.AST]:
+        """The functions of this file that running these may run (themselves included): what a
+        process started at one executes, as far as this file shows."""
+        seen = set(funcs)
+        stack = list(funcs)
         while stack:
             for call in self.calls_by_scope.get(id(stack.pop()), ()):
                 for callee in self.resolve_call(call):

@@ -130,3 +130,21 @@ def test_pathologically_deep_call_chains_do_not_crash() -> None:
     lines += [f"def f{i}():\n    f{i + 1}()" for i in range(3000)]
     lines += ["def f3000():\n    torch.save(1, 'a.pt')", "f0()", "loss.backward()"]
     assert isinstance(lint_source("\n".join(lines)), list)
+
+
+def test_made_up_calls_leave_nothing_in_the_resolve_cache() -> None:
+    """A call built for the asking (a decorator read as `dec()`) is freed at once, and its id
+    may be handed to the next such node: what it resolved to must not be kept under that id.
+    The whole-corpus run once lost two findings between runs of the same code this way."""
+    import ast
+
+    from ddpdoctor.lint.index import ModuleIndex
+
+    tree = ast.parse("def setup():\n    pass\n\nsetup()\n")
+    index = ModuleIndex(tree)
+    made_up = ast.Call(func=ast.Name(id="setup"), args=[], keywords=[])
+    assert [f.name for f in index.resolve_call(made_up)] == ["setup"]
+    assert id(made_up) not in index._resolved
+    real = index.calls[0]
+    assert [f.name for f in index.resolve_call(real)] == ["setup"]
+    assert id(real) in index._resolved  # the tree's own calls are still answered once
