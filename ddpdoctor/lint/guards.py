@@ -13,6 +13,7 @@ from ddpdoctor.lint.index import (
     dotted,
     has_star_args,
     last_name,
+    param_default,
     position,
 )
 
@@ -502,12 +503,8 @@ def off_by_default(index: ModuleIndex, node: ast.AST) -> bool:
 
 
 def _false_default(func: ast.AST, name: str) -> bool:
-    args = func.args  # type: ignore[attr-defined]
-    positional = [*args.posonlyargs, *args.args]
-    with_default = positional[len(positional) - len(args.defaults) :]
-    pairs = list(zip(with_default, args.defaults, strict=True))
-    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d]
-    return any(a.arg == name and isinstance(d, ast.Constant) and not d.value for a, d in pairs)
+    default = param_default(func, name)
+    return isinstance(default, ast.Constant) and not default.value
 
 
 def _never_passed(index: ModuleIndex, func: ast.AST, flag: ast.Name) -> bool:

@@ -134,6 +134,20 @@ def has_star_args(call: ast.Call) -> bool:
     )
 
 
+def param_default(func: ast.AST, name: str) -> ast.expr | None:
+    """The default a function's parameter has (`def train(resume=False)`), or None when it has
+    none or is no parameter."""
+    args = getattr(func, "args", None)
+    if not isinstance(args, ast.arguments):
+        return None
+    positional = [*args.posonlyargs, *args.args]
+    pairs = list(
+        zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True)
+    )
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d]
+    return next((d for a, d in pairs if a.arg == name), None)
+
+
 def is_const(expr: ast.AST | None, value: object) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is value
 

@@ -16,7 +16,14 @@ from ddpdoctor.lint.guards import (
     rank0_goes_first,
     rank0_name,
 )
-from ddpdoctor.lint.index import FUNC_TYPES, ModuleIndex, dotted, kwarg, last_name, position
+from ddpdoctor.lint.index import (
+    ModuleIndex,
+    dotted,
+    kwarg,
+    last_name,
+    param_default,
+    position,
+)
 from ddpdoctor.lint.project import (
     external_effects,
     passes_rank,
@@ -286,20 +293,10 @@ def _may_be_none(index: ModuleIndex, arg: ast.expr) -> bool:
     values = index.values_of(dotted(arg) or "", arg)
     if any(isinstance(v, ast.Constant) and v.value is None for v in values):
         return True
-    scope = index.scope_of(arg)
-    if not isinstance(arg, ast.Name) or not isinstance(scope, FUNC_TYPES):
+    if not isinstance(arg, ast.Name):
         return False
-    params = scope.args
-    positional = [*params.posonlyargs, *params.args]
-    pairs = list(
-        zip(positional[len(positional) - len(params.defaults) :], params.defaults, strict=True)
-    )
-    pairs += [
-        (a, d) for a, d in zip(params.kwonlyargs, params.kw_defaults, strict=True) if d is not None
-    ]
-    return any(
-        a.arg == arg.id and isinstance(d, ast.Constant) and d.value is None for a, d in pairs
-    )
+    default = param_default(index.scope_of(arg), arg.id)
+    return isinstance(default, ast.Constant) and default.value is None
 
 
 RANK_FACTS = frozenset({"rank_aware", "reads_rank", "rank_logging"})
