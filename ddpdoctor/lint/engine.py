@@ -139,7 +139,7 @@ def lint_source(
             project.remember(tree, path, source)
             return notes
         index = _indexed(tree, path, project)
-        project.remember(tree, path, source, index)
+        project.remember(tree, path, source)
         if not index.all_init_calls:
             if not index.in_ddp_program:
                 return notes
@@ -147,7 +147,7 @@ def lint_source(
     if index is None:
         index = _indexed(tree, path, project)
         if project is not None:
-            project.remember(tree, path, source, index)
+            project.remember(tree, path, source)
     findings: set[LintFinding] = set()
     for check in checks:
         try:
@@ -213,8 +213,7 @@ def _main_guard(tree: ast.Module) -> bool:
 
 
 def _indexed(tree: ast.Module, path: str, project: Project | None) -> ModuleIndex:
-    index = project.take_index(path, tree) if project is not None else None
-    index = index or ModuleIndex(tree)
+    index = ModuleIndex(tree)
     if project is not None:
         index.path, index.project = path, project
     return index

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from ddpdoctor.lint.files import read_bytes, skip_dir, unreadable_reason
@@ -80,7 +80,7 @@ class ModuleFacts:
     tables. No tree is kept: live trees make every garbage collection slower."""
 
     path: str
-    functions: dict[str, FuncFacts]
+    functions: Mapping[str, FuncFacts]  # a dict, or a FunctionTable that reads on demand
     from_imports: dict[str, tuple[str, int, str]]
     module_imports: dict[str, str]
     # False: only the imports were kept (no effect words); its functions are read on demand
@@ -183,17 +183,133 @@ def _imports(tree: ast.Module) -> tuple[dict[str, tuple[str, int, str]], dict[st
     return froms, modules
 
 
-def facts_of(tree: ast.Module, path: str, with_functions: bool = True) -> ModuleFacts:
-    """A module's import tables and, when it has effect words, its top-level functions' facts."""
+def facts_of(
+    tree: ast.Module, path: str, with_functions: bool = True, source: str | bytes | None = None
+) -> ModuleFacts:
+    """A module's import tables and, when it has effect words, its top-level functions' facts.
+    With the module's source, each function's facts are read only when first asked (most never
+    are), from that function's own lines (see FunctionTable)."""
     froms, modules = _imports(tree)
     mod = ModuleFacts(path, {}, froms, modules, complete=with_functions)
     if with_functions:
-        defs = _top_level_defs(tree)
-        names = set(defs)
-        parts = _constructor_parts(tree, defs)
-        for name, func in defs.items():
-            mod.functions[name] = _function_facts(func, names, mod, parts.get(id(func), ()))
+        imported = froms.keys() | modules.keys()
+        if source is not None:
+            mod.functions = FunctionTable(tree, source, imported)
+        else:
+            mod.functions = _all_function_facts(tree, imported)
     return mod
+
+
+def _all_function_facts(tree: ast.Module, imported: set[str]) -> dict[str, FuncFacts]:
+    defs = _top_level_defs(tree)
+    names = set(defs)
+    parts = _constructor_parts(tree, defs)
+    return {
+        name: _function_facts(func, names, imported, parts.get(id(func), ()))
+        for name, func in defs.items()
+    }
+
+
+class FunctionTable(Mapping[str, FuncFacts]):
+    """A module's top-level functions (see _top_level_defs) by name, each one's facts read on
+    first ask by parsing only its own lines (for a class, its `__init__` and the methods that
+    may run from there): a module is remembered in full for the few of its functions another
+    module calls, and walking all of them cost more than the rest of the cross-file reading.
+    The source is kept, not the tree (torch's trees would take 1.4 GB). Should a piece not
+    parse on its own, the whole module is read again once."""
+
+    def __init__(self, tree: ast.Module, source: str | bytes, imported: set[str]) -> None:
+        self._source, self._imported = source, imported
+        self._spans: dict[str, tuple[int, int]] = {}
+        # class name -> its methods (name, first line, last line), in order
+        self._methods: dict[str, list[tuple[str, int, int]]] = {}
+        for node in tree.body:  # the same choice of node per name as _top_level_defs
+            if isinstance(node, FUNC_TYPES):
+                self._spans[node.name] = _lines_of(node)
+                self._methods.pop(node.name, None)
+            elif isinstance(node, ast.ClassDef) and node.name not in self._spans:
+                methods = [(f.name, *_lines_of(f)) for f in node.body if isinstance(f, FUNC_TYPES)]
+                if any(m[0] == "__init__" for m in methods):
+                    self._spans[node.name] = _lines_of(node)
+                    self._methods[node.name] = methods
+        self._read: dict[str, FuncFacts] = {}
+        self._all_lines: list[bytes] | None = None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._spans
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._spans)
+
+    def __len__(self) -> int:
+        return len(self._spans)
+
+    def __getitem__(self, name: str) -> FuncFacts:
+        facts = self._read.get(name)
+        if facts is None:
+            if name not in self._spans:
+                raise KeyError(name)
+            facts = self._read[name] = self._facts_of(name)
+        return facts
+
+    def _facts_of(self, name: str) -> FuncFacts:
+        methods = self._methods.get(name)
+        text = self._lines(*self._spans[name]) if methods is None else self._class_piece(name)
+        try:
+            piece = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            piece = None
+        defs = _top_level_defs(piece) if piece is not None else {}
+        func = defs.get(name)
+        if func is None or (func.name == "__init__") != (methods is not None):
+            return self._whole().get(name) or FuncFacts()
+        parts = _constructor_parts(piece, defs).get(id(func), ())
+        return _function_facts(func, set(self._spans), self._imported, parts)
+
+    def _class_piece(self, name: str) -> bytes:
+        """A class of only the methods its `__init__` may run through `self.m()`, found by
+        their text (a superset of the calls _constructor_parts follows), under a bare header:
+        a large class costs the lines of its constructor, not all of its own."""
+        methods = self._methods[name]
+        wanted, todo = {"__init__"}, ["__init__"]
+        while todo:
+            called = todo.pop()
+            for method, first, last in methods:
+                if method != called:
+                    continue
+                for word in SELF_CALL.findall(self._lines(first, last)):
+                    if (callee := word.decode("utf-8", "replace")) not in wanted:
+                        wanted.add(callee)
+                        todo.append(callee)
+        body = [self._lines(f, e) for m, f, e in methods if m in wanted]
+        return b"".join([f"class {name}:\n".encode(), *body])
+
+    def _lines(self, first: int, last: int) -> bytes:
+        if self._all_lines is None:
+            data = self._source
+            if isinstance(data, str):
+                data = data.encode("utf-8", "surrogatepass")
+            # bytes split at \n, \r and \r\n only: the line breaks the parser counts
+            self._all_lines = data.splitlines(keepends=True)
+        return b"".join(self._all_lines[first - 1 : last])
+
+    def _whole(self) -> dict[str, FuncFacts]:
+        try:
+            tree = ast.parse(self._source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return {}
+        facts = _all_function_facts(tree, self._imported)
+        self._read.update(facts)
+        return facts
+
+
+SELF_CALL = re.compile(rb"\bself\s*\.\s*(\w+)\s*\(")
+
+
+def _lines_of(node: ast.AST) -> tuple[int, int]:
+    """The first and last line of a definition, its decorators included."""
+    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])  # type: ignore[attr-defined]
+    return first, node.end_lineno or node.lineno  # type: ignore[attr-defined]
 
 
 def _constructor_parts(tree: ast.Module, defs: dict[str, ast.AST]) -> dict[int, list[ast.AST]]:
@@ -313,13 +429,12 @@ def _finish(facts: FuncFacts, func: ast.AST, other_samplers: bool) -> FuncFacts:
 
 
 def _function_facts(
-    func: ast.AST, names: set[str], mod: ModuleFacts, parts: Iterable[ast.AST] = ()
+    func: ast.AST, names: set[str], imported: set[str], parts: Iterable[ast.AST] = ()
 ) -> FuncFacts:
     """One walk of a function's body (and of the methods a constructor runs, `parts`): its
-    direct effects, local callees, imported callees."""
+    direct effects, local callees, imported callees (`imported`: the module's import names)."""
     facts = FuncFacts()
     other_samplers = False
-    imported = mod.from_imports.keys() | mod.module_imports.keys()
     for root in (func, *parts):
         into = facts if root is func else FuncFacts()
         for node in _nodes(root):
@@ -345,63 +460,6 @@ def _merge_part(facts: FuncFacts, part: FuncFacts) -> None:
     facts.direct |= part.direct - OBJECT_OWN
     facts.part_local |= part.local
     facts.part_external += part.external
-
-
-def facts_from_index(index: ModuleIndex, path: str) -> ModuleFacts:
-    """The same facts as facts_of, read from the engine's index of the file instead of another
-    walk over its functions: each call, print binding and `if` is credited to the top-level
-    function that holds it."""
-    tree = index.tree
-    # The import tables facts_of keeps (module level, tops of functions), not the index's
-    # (every import anywhere): the same module's facts never depend on which read it first.
-    mod = ModuleFacts(path, {}, *_imports(tree))
-    named = _top_level_defs(tree)
-    defs = {id(n): n for n in named.values()}
-    if not defs:
-        return mod
-    names = set(named)
-    name_of = {id(n): name for name, n in named.items()}
-    # A method a constructor runs is credited to that constructor (see _constructor_parts).
-    owner = {id(p): key for key, ps in _constructor_parts(tree, named).items() for p in ps}
-    imported = mod.from_imports.keys() | mod.module_imports.keys()
-    facts = {key: FuncFacts() for key in defs}
-    others: set[int] = set()
-    scopes = index.scopes
-
-    def owner_of(scope: ast.AST) -> tuple[int | None, bool]:
-        """The top-level def a scope is credited to, and whether through a constructor's
-        method (a part)."""
-        while scope is not tree:
-            key = id(scope)
-            if key in defs:
-                return key, False
-            if key in owner:
-                return owner[key], True
-            scope = scopes.get(key, tree)
-        return None, False
-
-    def top(scope: ast.AST) -> int | None:
-        return owner_of(scope)[0]
-
-    parts = {key: FuncFacts() for key in set(owner.values())}
-    for call in index.calls:
-        key, in_part = owner_of(scopes.get(id(call), tree))
-        if key is None:
-            continue
-        if _call_fact(parts[key] if in_part else facts[key], call, defs[key], names, imported):
-            others.add(key)
-    for key, part in parts.items():
-        _merge_part(facts[key], part)
-    for target in PRINT_TARGETS:
-        for scope, _ in index.bindings.get(target, ()):
-            if (key := top(scope)) is not None:
-                facts[key].direct.add("silence_print")
-    for node in index.ifs:
-        if _rank_test(node) and (key := top(index.scope_of(node))) is not None:
-            facts[key].direct.add("rank_aware")
-    for key, func in defs.items():
-        mod.functions[name_of[key]] = _finish(facts[key], func, key in others)
-    return mod
 
 
 def find_root(paths: list[str]) -> str:
@@ -461,15 +519,21 @@ SPAWNED_NAMES = (
 IMPORT_ALIAS = re.compile(rb"\b(\w+)[ \t]+as[ \t]+(\w+)")
 
 
-def _may_start(data: bytes, names: set[str]) -> bool:
+def _started_names(data: bytes) -> tuple[set[bytes], list[tuple[bytes, bytes]]]:
+    """The names a file's spawn calls may start, and its import aliases (see _may_start)."""
+    started = {name for pattern in SPAWNED_NAMES for name in pattern.findall(data)}
+    return started, IMPORT_ALIAS.findall(data)
+
+
+def _may_start(started: tuple[set[bytes], list[tuple[bytes, bytes]]], names: set[str]) -> bool:
     """Whether a file's spawn calls may start one of these functions, by name or through an
     import alias (`from workers import run as go`): a file whose spawn calls all start other
     functions (every recipe's own `run`) is not parsed to find out."""
-    started = {name for pattern in SPAWNED_NAMES for name in pattern.findall(data)}
+    called, aliases = started
     wanted = {n.encode() for n in names}
-    if started & wanted:
+    if called & wanted:
         return True
-    return any(a in started and o in wanted for o, a in IMPORT_ALIAS.findall(data))
+    return any(a in called and o in wanted for o, a in aliases)
 
 
 def _has_effect_words(data: bytes) -> bool:
@@ -490,6 +554,8 @@ class Project:
         self._stems: dict[bytes, list[set[bytes]]] = {}
         self._judged: dict[bytes, bool] = {}
         self._spawned: dict[str, set[tuple[str, str]]] = {}
+        self._started: dict[str, tuple[set[bytes], list[tuple[bytes, bytes]]]] = {}
+        self._isfile: dict[str, bool] = {}  # candidate files of imports, looked at once each
         # The files that set up or use data parallelism, with their bytes, and the modules of
         # the project they import (two steps deep), found on demand (in_ddp_program).
         self._ddp_files: list[tuple[str, bytes]] = []
@@ -501,7 +567,6 @@ class Project:
         self._builders: dict[str, list[tuple[str, bytes]]] = {}
         self.parsed: set[str] = set()  # files parsed here without error: no need to again
         self.trees: dict[str, ast.Module] = {}  # of those, the ones the checks will read
-        self.indexes: dict[str, ModuleIndex] = {}  # of those, the ones indexed here already
         self.pending: set[str] = set()  # files the engine is still to lint (absolute paths)
 
     # -- files --------------------------------------------------------------------------------
@@ -541,9 +606,15 @@ class Project:
             stem = os.path.join(base, *parts)
             cands = (stem + ".py",) if parts else ()
             for cand in (*cands, os.path.join(stem, "__init__.py")):
-                if self._inside(cand) and os.path.isfile(cand):
+                if self._inside(cand) and self._exists(cand):
                     return cand
         return None
+
+    def _exists(self, file: str) -> bool:
+        found = self._isfile.get(file)
+        if found is None:
+            found = self._isfile[file] = os.path.isfile(file)
+        return found
 
     def _names(self) -> set[str] | None:
         """The names of the project's folders and modules, from one walk of the tree (no file
@@ -586,46 +657,27 @@ class Project:
             or (any(w in data for w in WRITE_BYTES) and self._links_to(data))
         ):
             self.trees[path] = tree  # the engine will want it: hand it over, parse once
-            if effects:  # and it will index it: index it now, and read the facts from that
-                index = self.indexes[path] = ModuleIndex(tree)
-                index.path, index.project = path, self
-                return facts_from_index(index, path)
         # A package's __init__ without effect words is read for its re-exports only; its
         # functions (torch/__init__.py has hundreds) would add nothing.
-        return facts_of(tree, path, with_functions=effects)
+        return facts_of(tree, path, with_functions=effects, source=data)
 
     def take_tree(self, path: str) -> ast.Module | None:
         """The tree of a module read here that the engine now lints (given once)."""
         return self.trees.pop(os.path.abspath(path), None)
 
-    def take_index(self, path: str, tree: ast.Module) -> ModuleIndex | None:
-        """The index of that tree, when it was built here to read the module's facts."""
-        index = self.indexes.pop(os.path.abspath(path), None)
-        return index if index is not None and index.tree is tree else None
-
-    def remember(
-        self,
-        tree: ast.Module,
-        path: str,
-        source: str,
-        index: ModuleIndex | None = None,
-    ) -> None:
+    def remember(self, tree: ast.Module, path: str, source: str) -> None:
         """Keep the facts of a file the engine parsed anyway, so an import of it costs nothing.
         A file without effect words keeps only its imports (they may re-export one); its
-        functions are read again only if a call reaches one (see _complete). With the engine's
-        index of the file, the facts are read from it (no second walk). Reading the functions
-        of the others only when asked was tried: it saves torch's own package a second, but
-        costs the corpus trees more (icefall's recipes call into most of their modules after
-        those were linted, and each would be parsed again)."""
+        functions are read again only if a call reaches one (see _complete). The others keep
+        their source, for the few functions another module calls (see FunctionTable): reading
+        all of their functions here cost more than the rest of the cross-file reading, and
+        keeping only their imports cost the corpus trees more (icefall's recipes call into
+        most of their modules after those were linted, and each was parsed again)."""
         key = os.path.abspath(path)
         self.pending.discard(key)
-        self.indexes.pop(key, None)  # built for its facts, not needed by the checks after all
         if key not in self._facts:
             words = any(w in source for w in EFFECT_WORDS) or self.links_to(source)
-            if words and index is not None:
-                self._facts[key] = facts_from_index(index, key)
-            else:
-                self._facts[key] = facts_of(tree, key, with_functions=words)
+            self._facts[key] = facts_of(tree, key, with_functions=words, source=source)
 
     def _complete(self, mod: ModuleFacts) -> ModuleFacts:
         """A module kept without its functions, read in full when it imports a module of the
@@ -845,7 +897,9 @@ class Project:
         here = os.path.abspath(path)
         found: set[str] = set()
         for other, data in self._spawn_files():
-            if other == here or not _may_start(data, names):
+            if other not in self._started:  # read once: every file of a project may ask
+                self._started[other] = _started_names(data)
+            if other == here or not _may_start(self._started[other], names):
                 continue
             found |= {name for target, name in self._spawn_sites(other) if target == here}
         return found & names
