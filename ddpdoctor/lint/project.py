@@ -583,6 +583,7 @@ class Project:
         self._started: dict[str, tuple[set[bytes], list[tuple[bytes, bytes]]]] = {}
         self._isfile: dict[str, bool] = {}  # candidate files of imports, looked at once each
         self._listings: dict[str, frozenset[str] | None] = {}  # see _listing
+        self._unjudged: dict[str, tuple[ModuleFacts, str]] = {}  # see remember
         self._last_link: tuple[str, bool] | None = None  # see links_to
         # The files that set up or use data parallelism, with their bytes, and the modules of
         # the project they import (two steps deep), found on demand (in_ddp_program).
@@ -691,8 +692,15 @@ class Project:
 
     def facts(self, path: str) -> ModuleFacts | None:
         if path not in self._facts:
-            self._facts[path] = self._read(path)
+            held = self._unjudged.pop(path, None)
+            self._facts[path] = self._read(path) if held is None else self._judge(*held)
         return self._facts[path]
+
+    def _judge(self, mod: ModuleFacts, source: str) -> ModuleFacts:
+        """A remembered module as _read would keep it: without effect words, its imports only."""
+        if any(w in source for w in EFFECT_WORDS) or self.links_to(source):
+            return mod
+        return ModuleFacts(mod.path, {}, mod.from_imports, mod.module_imports, complete=False)
 
     def _read(self, path: str) -> ModuleFacts | None:
         if unreadable_reason(path) is not None:
@@ -733,9 +741,10 @@ class Project:
         most of their modules after those were linted, and each was parsed again)."""
         key = os.path.abspath(path)
         self.pending.discard(key)
-        if key not in self._facts:
-            words = any(w in source for w in EFFECT_WORDS) or self.links_to(source)
-            self._facts[key] = facts_of(tree, key, with_functions=words, source=source)
+        if key not in self._facts and key not in self._unjudged:
+            # Whether it has effect words is asked when another module first reaches it
+            # (_judge): most modules of a project are never reached.
+            self._unjudged[key] = (facts_of(tree, key, source=source), source)
 
     def _complete(self, mod: ModuleFacts) -> ModuleFacts:
         """A module kept without its functions, read in full when it imports a module of the
