@@ -643,13 +643,12 @@ class Project:
         """os.path.isfile, with the folder's listing asked first: most candidates lie in
         folders that do not exist (torch: 65,000 candidates in 37,000 folders, 378 files), and
         the listings of the folders above answer those without a call to the disk."""
-        folder, name = os.path.split(file)
-        entries = self._listing(folder)
-        if entries is not None and name not in entries:
-            return False
         found = self._isfile.get(file)
         if found is None:
-            found = self._isfile[file] = os.path.isfile(file)
+            folder, name = os.path.split(file)
+            entries = self._listing(folder)
+            absent = entries is not None and name not in entries
+            found = self._isfile[file] = not absent and os.path.isfile(file)
         return found
 
     def _listing(self, folder: str) -> frozenset[str] | None:
