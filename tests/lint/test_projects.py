@@ -6,6 +6,7 @@ relative imports; nothing is imported or run."""
 from __future__ import annotations
 
 import ast
+import os
 import re
 import subprocess
 import sys
@@ -200,3 +201,30 @@ def test_a_name_imported_two_ways_is_left_to_the_index(tmp_path: Path) -> None:
     assert project.may_reach_init(ast.parse(source), str(tmp_path / "app.py"))
     alone = "import quiet as s\n\ndef setup():\n    s.start()\n"
     assert not project.may_reach_init(ast.parse(alone), str(tmp_path / "app.py"))
+
+
+def test_import_candidates_are_answered_from_folder_listings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An import is looked for in many folders that do not exist; the listings of the folders
+    above answer those, and the disk is asked only of a name a listing holds. A symlinked
+    folder is listed like any other."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "dist_util.py").write_text("def setup():\n    pass\n")
+    proj = tmp_path / "proj"
+    (proj / "data").mkdir(parents=True)  # a folder without __init__.py
+    (proj / "data" / "loader.py").write_text("x = 1\n")
+    (proj / "helpers").symlink_to(real, target_is_directory=True)
+    project = Project(str(proj))
+    asked: list[str] = []
+    isfile = os.path.isfile
+    monkeypatch.setattr(os.path, "isfile", lambda p: asked.append(p) or isfile(p))
+    train = str(proj / "tools" / "train.py")
+    assert project.module_path(train, "helpers.dist_util", 0) == str(
+        proj / "helpers" / "dist_util.py"
+    )
+    assert project.module_path(train, "helpers.missing", 0) is None
+    assert project.module_path(train, "data", 0) is None
+    assert project.module_path(train, "data.loader", 0) == str(proj / "data" / "loader.py")
+    assert asked == [str(proj / "helpers" / "dist_util.py"), str(proj / "data" / "loader.py")]
