@@ -80,14 +80,18 @@ def lint_source(
     path: str = "<string>",
     project: Project | None = None,
     tree: ast.Module | None = None,
+    marked: bool | None = None,
 ) -> list[LintFinding]:
     """All findings for one file's text, sorted, `# noqa` applied. Never raises on bad input.
     With a project, calls into the project's other modules are followed (read, never run);
-    `tree` is the source already parsed."""
+    `tree` is the source already parsed; `marked`, whether the text holds a marker (MARKERS),
+    when the caller already knows."""
     notes: list[LintFinding] = []
+    if marked is None:
+        marked = any(m in source for m in MARKERS)
     # Parsed without error as someone's import, and nothing for the checks here: done.
     seen = project is not None and os.path.abspath(path) in project.parsed
-    if tree is None and seen and not _needs_tree(source, path, project):
+    if tree is None and seen and not _needs_tree(source, path, project, marked):
         return []
     if tree is None and seen:
         tree = project.take_tree(path)
@@ -118,9 +122,10 @@ def lint_source(
                     )
                 )
         source = repaired
+        marked = any(m in source for m in MARKERS)
     index = None
     checks = CHECKS
-    if not any(m in source for m in MARKERS):
+    if not marked:
         # A script whose only contact with DDP is a set-up helper of its project with a name
         # of its own (`dist.init()` from torch_utils/distributed.py): read it as a DDP script.
         # So is a set-up module that makes the group through such a chain (`setup()` in
@@ -162,12 +167,12 @@ def lint_source(
     return sorted([*notes, *(f for f in findings if not _suppressed(f, lines))])
 
 
-def _needs_tree(source: str, path: str, project: Project) -> bool:
+def _needs_tree(source: str, path: str, project: Project, marked: bool) -> bool:
     """Whether the checks may have something to say about this file (else a parse that
     succeeded elsewhere is all the engine needs)."""
     return (
         "__main__" in source
-        or any(m in source for m in MARKERS)
+        or marked
         or _writing_link(source, project)
         or _program_loop(source, path, project)
     )
@@ -255,15 +260,16 @@ def _try_parse(source: str, path: str) -> ast.Module | None:
         return None
 
 
-def read_source(path: str) -> str | LintFinding:
-    """The file's text (honouring a PEP 263 coding line), or a DDL000 finding."""
+def read_source(path: str) -> tuple[str, bool] | LintFinding:
+    """The file's text (honouring a PEP 263 coding line) and whether it was UTF-8 (so a word
+    of ASCII is in the text exactly when it is in the bytes), or a DDL000 finding."""
     try:
         data = read_bytes(path)
     except OSError as err:
         return LintFinding(path, 1, 1, "DDL000", f"cannot read: {err.strerror or err}")
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return data.decode(encoding)
+        return data.decode(encoding), encoding in ("utf-8", "utf-8-sig")
     except (SyntaxError, UnicodeDecodeError, LookupError) as err:
         return LintFinding(path, 1, 1, "DDL000", f"cannot decode: {err}")
 
@@ -281,11 +287,14 @@ def lint_files(files: Iterable[str], root: str | None = None) -> list[LintFindin
     gc.disable()
     try:
         for path in files:
-            source = read_source(path)
-            if isinstance(source, LintFinding):
-                findings.append(source)
-            else:
-                findings.extend(lint_source(source, path, project))
+            read = read_source(path)
+            if isinstance(read, LintFinding):
+                findings.append(read)
+                continue
+            source, utf8 = read
+            # The project's scan of the files' bytes may have told the markers already.
+            marked = project.marked(path) if project is not None and utf8 else None
+            findings.extend(lint_source(source, path, project, marked=marked))
     finally:
         if was_enabled:
             gc.enable()

@@ -42,7 +42,8 @@ MARKERS = ("init_process_group", "DistributedDataParallel", "DistributedSampler"
 MARKERS += ("DDP", "scaler", "FullyShardedDataParallel")
 # A script whose set-up is all in a helper module (`dist_util.setup_dist()`).
 MARKERS += ("init_dist", "setup_dist", "dist_init", "ddp_setup", "setup_ddp", "init_ddp")
-TREE_WORDS = (b"__main__", *(m.encode() for m in MARKERS))
+MARKER_BYTES = tuple(m.encode() for m in MARKERS)
+TREE_WORDS = (b"__main__", *MARKER_BYTES)
 # What a set-up module must say to be worth checking for writes after its set-up (DDL006).
 WRITE_WORDS = ("open(", "save", "SummaryWriter", "wandb", "FileHandler", "imwrite", "savefig")
 WRITE_BYTES = tuple(w.encode() for w in WRITE_WORDS)
@@ -584,6 +585,7 @@ class Project:
         self._isfile: dict[str, bool] = {}  # candidate files of imports, looked at once each
         self._listings: dict[str, frozenset[str] | None] = {}  # see _listing
         self._unjudged: dict[str, tuple[ModuleFacts, str]] = {}  # see remember
+        self._marked: dict[str, bool] = {}  # from the scan: whether a file holds a marker
         self._last_link: tuple[str, bool] | None = None  # see links_to
         # The files that set up or use data parallelism, with their bytes, and the modules of
         # the project they import (two steps deep), found on demand (in_ddp_program).
@@ -817,13 +819,20 @@ class Project:
                 if any(w in data for w in SPAWN_WORDS):
                     self._spawners.append((file, data))
                 stem = (os.path.basename(folder) if name == "__init__.py" else name[:-3]).encode()
-                if any(w in data for w in DDP_BYTES):
+                # Every DDP word holds a marker: a file without markers needs no look for them.
+                self._marked[file] = marked = any(w in data for w in MARKER_BYTES)
+                if marked and any(w in data for w in DDP_BYTES):
                     self._ddp_files.append((file, data))
                 self._set_epoch = self._set_epoch or b"set_epoch" in data
                 if b"init_process_group" in data or b"destroy_process_group" in data:
                     self._links.add(stem)  # what chains lead to (set_device alone: too common)
                 else:
                     self._stems.setdefault(stem, []).append(_imported_words(data))
+
+    def marked(self, path: str) -> bool | None:
+        """Whether the file's bytes hold one of MARKERS, when the scan has read them (None
+        before it runs, or for a file it did not reach)."""
+        return self._marked.get(os.path.abspath(path)) if self._links is not None else None
 
     def mentions_set_epoch(self) -> bool:
         """Whether any file of the project says `set_epoch` (from the one scan)."""

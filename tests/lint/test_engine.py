@@ -148,3 +148,28 @@ def test_made_up_calls_leave_nothing_in_the_resolve_cache() -> None:
     real = index.calls[0]
     assert [f.name for f in index.resolve_call(real)] == ["setup"]
     assert id(real) in index._resolved  # the tree's own calls are still answered once
+
+
+def test_every_ddp_word_holds_a_marker() -> None:
+    """The project's scan looks for DDP words only in files that hold a marker, and hands the
+    engine its marker answers: that is exact only while each DDP word contains a marker."""
+    from ddpdoctor.lint.project import DDP_WORDS, MARKERS
+
+    assert all(any(m in w for m in MARKERS) for w in DDP_WORDS)
+
+
+def test_the_scan_tells_the_engine_which_files_hold_a_marker(tmp_path) -> None:
+    """After the project's scan, a file's marker answer comes from its bytes, and it is the
+    engine's own answer; before the scan, or for a file outside it, there is none."""
+    from ddpdoctor.lint.project import MARKERS, Project
+
+    (tmp_path / "plain.py").write_text("import os\n")
+    (tmp_path / "ddp.py").write_text("model = DDP(model)\n")
+    (tmp_path / "other.py").write_text("scaler = None\n")
+    project = Project(str(tmp_path))
+    assert project.marked(str(tmp_path / "ddp.py")) is None  # no scan yet
+    project.mentions_set_epoch()  # runs the scan
+    for name in ("plain.py", "ddp.py", "other.py"):
+        text = (tmp_path / name).read_text()
+        assert project.marked(str(tmp_path / name)) == any(m in text for m in MARKERS)
+    assert project.marked(str(tmp_path.parent / "elsewhere.py")) is None
