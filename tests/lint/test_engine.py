@@ -173,3 +173,18 @@ def test_the_scan_tells_the_engine_which_files_hold_a_marker(tmp_path) -> None:
         text = (tmp_path / name).read_text()
         assert project.marked(str(tmp_path / name)) == any(m in text for m in MARKERS)
     assert project.marked(str(tmp_path.parent / "elsewhere.py")) is None
+
+
+def test_the_grouped_marker_scan_answers_as_the_plain_one() -> None:
+    """The scan looks for the markers under shared guards (`dist` before `init_dist`); on any
+    text it must answer as one scan per marker: each marker alone or in code, cut short at
+    either end, and the guards without their words."""
+    from ddpdoctor.lint.project import MARKER_BYTES, MARKER_GROUPS, any_word
+
+    texts = [b"", b"x = 1", b"dist ddp caler DataParallel", b"import torch.distributed as dist"]
+    for m in MARKER_BYTES:
+        texts += [m, b"a = " + m + b"(b)", m[1:], m[:-1]]
+    for text in texts:
+        assert any_word(text, MARKER_GROUPS) == any(m in text for m in MARKER_BYTES), text
+    assert sorted(w for _, *words in MARKER_GROUPS for w in words) == sorted(MARKER_BYTES)
+    assert all(group[0] in w for group in MARKER_GROUPS for w in group[1:])
