@@ -845,7 +845,7 @@ class Project:
                 if marked and any(w in data for w in DDP_BYTES):
                     self._ddp_files.append((file, data))
                 self._set_epoch = self._set_epoch or b"set_epoch" in data
-                if b"init_process_group" in data or b"destroy_process_group" in data:
+                if (marked and b"init_process_group" in data) or b"destroy_process_group" in data:
                     self._links.add(stem)  # what chains lead to (set_device alone: too common)
                 else:
                     self._stems.setdefault(stem, []).append(_imported_words(data))
