@@ -54,6 +54,7 @@ def _mentions_rank(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> 
 
 IMAGE_WRITERS = frozenset({"save_image", "savefig", "imwrite", "imsave"})
 WRITE_CALLS = ("save", "open", "SummaryWriter", "FileHandler", "init", "log", "basicConfig")
+WRITE_CALLS += ("add",)  # loguru's `logger.add(sink)`
 WRITE_CALLS += tuple(IMAGE_WRITERS)
 
 
@@ -81,6 +82,11 @@ def _write(index: ModuleIndex, call: ast.Call) -> str | None:
     qual = index.qualname(call.func)
     if name in ("init", "log"):
         return f"wandb.{name}" if qual.startswith("wandb.") else None
+    if name == "add":  # loguru's `logger.add("train.log")`: a file sink
+        sink = call.args[0] if call.args else kwarg(call, "sink")
+        if qual != "loguru.logger.add" or not _file_sink(sink) or _mentions_rank(index, sink):
+            return None
+        return "loguru logger.add(<file>)"
     if name == "basicConfig":  # `logging.basicConfig(filename="train.log")`: a log file
         path = kwarg(call, "filename")
         if qual != "logging.basicConfig" or path is None or _mentions_rank(index, path):
@@ -110,6 +116,22 @@ def _write(index: ModuleIndex, call: ast.Call) -> str | None:
             return None  # silencing output off rank 0, not writing a file
         return None if _mentions_rank(index, call.args[0]) else f"open(..., {mode.value!r})"
     return None
+
+
+def _file_sink(sink: ast.expr | None) -> bool:
+    """A loguru sink that names a file: a string or path built here (`os.path.join(out,
+    "train.log")`, `f"{out}/x.log"`, `out / "x.log"`), or a name that says so (`log_file`);
+    not a stream (`sys.stderr`) nor a function."""
+    if isinstance(sink, ast.Constant):
+        return isinstance(sink.value, str)
+    if isinstance(sink, (ast.JoinedStr, ast.BinOp)):
+        return True
+    if isinstance(sink, ast.Call):
+        return last_name(sink.func) in ("join", "Path", "format")
+    if isinstance(sink, (ast.Name, ast.Attribute)):
+        name = last_name(sink).lower()
+        return name not in ("stdout", "stderr") and any(w in name for w in PATH_WORDS)
+    return False
 
 
 def _bar_of_a_loop(index: ModuleIndex, call: ast.Call, loops: set[int]) -> bool:
