@@ -10,6 +10,7 @@ import os
 import re
 import tokenize
 from collections.abc import Callable, Iterable
+from dataclasses import astuple
 
 from ddpdoctor.lint import (
     device_pins,
@@ -20,6 +21,7 @@ from ddpdoctor.lint import (
     sampling,
     teardown,
 )
+from ddpdoctor.lint.built_classes import built_class_writes
 from ddpdoctor.lint.files import collect_files, read_bytes
 from ddpdoctor.lint.finding import Hit, LintFinding
 from ddpdoctor.lint.index import ModuleIndex, dotted
@@ -295,10 +297,35 @@ def lint_files(files: Iterable[str], root: str | None = None) -> list[LintFindin
             # The project's scan of the files' bytes may have told the markers already.
             marked = project.marked(path) if project is not None and utf8 else None
             findings.extend(lint_source(source, path, project, marked=marked))
+        if project is not None and (project.built or project.class_modules):
+            findings.extend(_built_class_findings(project, files, findings))
     finally:
         if was_enabled:
             gc.enable()
     return findings
+
+
+def _built_class_findings(
+    project: Project, files: list[str], findings: list[LintFinding]
+) -> list[LintFinding]:
+    """The writes in the constructors of classes the program builds on every rank (see
+    built_classes), less what the file's own checks said there and what `# noqa` silences."""
+    linted = {os.path.abspath(f) for f in files}
+    said = {(os.path.abspath(f.path), f.line, f.code) for f in findings}
+    paths = {os.path.abspath(f): f for f in files}  # reported under the path as given
+    out: list[LintFinding] = []
+    lines: dict[str, list[str]] = {}
+    for found in built_class_writes(project, linted):
+        if (found.path, found.line, found.code) in said:
+            continue
+        if found.path not in lines:
+            text = read_source(found.path)
+            lines[found.path] = text[0].splitlines() if isinstance(text, tuple) else []
+        shown = LintFinding(paths.get(found.path, found.path), *astuple(found)[1:])
+        if not _suppressed(shown, lines[found.path]):
+            out.append(shown)
+            said.add((found.path, found.line, found.code))
+    return sorted(out)
 
 
 def lint_paths(paths: Iterable[str], root: str | None = None) -> list[LintFinding]:

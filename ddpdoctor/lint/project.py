@@ -606,12 +606,17 @@ class Project:
         self._isfile: dict[str, bool] = {}  # candidate files of imports, looked at once each
         self._listings: dict[str, frozenset[str] | None] = {}  # see _listing
         self._unjudged: dict[str, tuple[ModuleFacts, str]] = {}  # see remember
+        # Project classes a DDP program builds on every rank after its set-up (see note_built)
+        self.built: dict[tuple[str, str], tuple[str, int]] = {}
         self._marked: dict[str, bool] = {}  # from the scan: whether a file holds a marker
         self._last_link: tuple[str, bool] | None = None  # see links_to
         # The files that set up or use data parallelism, with their bytes, and the modules of
         # the project they import (two steps deep), found on demand (in_ddp_program).
         self._ddp_files: list[tuple[str, bytes]] = []
         self._ddp_modules: set[str] | None = None
+        # module -> the DDP files that import it, one or two steps away (see in_ddp_program)
+        self.ddp_importers: dict[str, set[str]] = {}
+        self.class_modules: set[str] = set()  # linted modules that define a class
         self._set_epoch = False  # whether any file of the project says set_epoch
         self._module_names: set[str] | None = None
         self._names_walked = False
@@ -763,6 +768,8 @@ class Project:
         most of their modules after those were linted, and each was parsed again)."""
         key = os.path.abspath(path)
         self.pending.discard(key)
+        if any(type(n) is ast.ClassDef for n in tree.body):
+            self.class_modules.add(key)
         if key not in self._facts and key not in self._unjudged:
             # Whether it has effect words is asked when another module first reaches it
             # (_judge): most modules of a project are never reached.
@@ -850,6 +857,11 @@ class Project:
                 else:
                     self._stems.setdefault(stem, []).append(_imported_words(data))
 
+    def note_built(self, path: str, name: str, site: str, line: int) -> None:
+        """Class `name` of `path` is built on every rank (by `site`, on `line`): its constructor's
+        writes are judged in its own file once every file is linted (built_classes)."""
+        self.built.setdefault((path, name), (site, line))
+
     def marked(self, path: str) -> bool | None:
         """Whether the file's bytes hold one of MARKERS, when the scan has read them (None
         before it runs, or for a file it did not reach)."""
@@ -902,10 +914,12 @@ class Project:
                 self._scan()
             ddp = {file for file, _ in self._ddp_files}
             wanted: dict[str, set[str] | None] = {}
+            reach = self.ddp_importers
             for f, d in self._ddp_files:
                 for hit, names in self._imported_files(f, d).items():
                     old = wanted.get(hit, set())
                     wanted[hit] = None if old is None or names is None else old | names
+                    reach.setdefault(hit, set()).add(f)
             second: set[str] = set()
             for module in set(wanted) - ddp:
                 try:
@@ -914,8 +928,31 @@ class Project:
                 except OSError:
                     continue
                 second |= set(found)
+                for hit in found:
+                    reach.setdefault(hit, set()).update(reach[module])
             self._ddp_modules = set(wanted) | second  # a DDP file imported by another counts too
         return os.path.abspath(path) in self._ddp_modules
+
+    def programs_reaching(self, path: str) -> set[str]:
+        """The files that set up or use DDP and import this module, up to three steps away
+        (see in_ddp_program for two); with `ddp_files` they let a module linted alone be
+        judged as the programs that build its classes run it (built_classes)."""
+        key = os.path.abspath(path)
+        self.in_ddp_program(key)
+        found = set(self.ddp_importers.get(key, ()))
+        if not found:
+            for module, programs in list(self.ddp_importers.items()):
+                try:
+                    if key in self._imported_files(module, read_bytes(module)):
+                        found |= programs
+                except OSError:
+                    continue
+        return found
+
+    def ddp_files(self) -> set[str]:
+        if self._links is None:
+            self._scan()
+        return {file for file, _ in self._ddp_files}
 
     def _imported_files(
         self, importer: str, data: bytes, only: set[str] | None = None
@@ -1225,3 +1262,22 @@ def external_init_calls(index: ModuleIndex) -> list[ast.Call]:
         for c in index.calls
         if not index.resolve_call(c) and "init" in (external_effects(index, c) or ())
     ]
+
+
+def imported_name(index: ModuleIndex, expr: ast.AST) -> tuple[str, str] | None:
+    """The project file and the name there that `Name` (`from trainers import Name`) or
+    `module.Name` (`import trainers`) stands for; a package's `__init__` is followed on to
+    the module it re-exports the name from when the name is looked for there."""
+    project = index.project
+    if project is None or index.path is None:
+        return None
+    if isinstance(expr, ast.Name) and expr.id in index.from_imports:
+        module, level, name = index.from_imports[expr.id]
+        found = project.module_path(index.path, module, level)
+        sub = project.module_path(index.path, f"{module}.{name}", level) if module else None
+        return None if found is None or sub is not None else (found, name)
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+        module = index.module_imports.get(expr.value.id)
+        found = project.module_path(index.path, module, 0) if module else None
+        return None if found is None else (found, expr.attr)
+    return None

@@ -26,6 +26,7 @@ from ddpdoctor.lint.index import (
 )
 from ddpdoctor.lint.project import (
     external_effects,
+    imported_name,
     passes_rank,
     program_effects,
     project_target,
@@ -446,42 +447,67 @@ def _writes_after_init(index: ModuleIndex) -> list[Hit]:
     then write config.yaml), a write that follows the set-up call in the same function, or in
     a function of this file called after it, runs on every rank unless guarded."""
     hits: list[Hit] = []
+    for point, scope, call in _after_init(index):
+        _note_built(index, call)
+        # A function that guards some of its own work by rank is trusted with the rest.
+        targets = [(call, None)] + [
+            (inner, call)
+            for fn in index.resolve_call(call)
+            if not _tests_rank(index, fn) and not rank0_function(fn)
+            for inner in index.calls_by_scope.get(id(fn), ())
+        ]
+        for write, via in targets:
+            what = _write(index, write)
+            if what is None and via is None and _writing_helper(index, write):
+                what = f"{dotted(write.func) or 'a helper'}(), which writes a file,"
+            if what is None or (via is not None and guarded_locally(index, write)):
+                continue
+            when = (
+                f"in every process {scope.name}() starts"
+                if position(call) <= position(point)
+                else f"after the process group is set up on line {point.lineno}"
+            )
+            hits.append(
+                Hit(
+                    write,
+                    "DDL006",
+                    f"{what} runs on every rank: N ranks write the same file ({when}"
+                    f"{_where_via(via)})",
+                )
+            )
+    return hits
+
+
+def _after_init(index: ModuleIndex) -> list[tuple[ast.Call, ast.AST, ast.Call]]:
+    """(set-up call, its function, a call there) for each call that runs after the group is up
+    with no rank test of its own; in a spawned worker, every call (it runs whole everywhere)."""
+    out = []
     for point in _init_points(index):
         scope = index.scope_of(point)
         if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        # A spawned worker runs whole in every process, before its set-up call too.
         spawned = scope in index.spawn_targets
         for call in index.calls_by_scope.get(id(scope), ()):
             if (position(call) <= position(point) and not spawned) or guarded_locally(index, call):
                 continue
-            # A function that guards some of its own work by rank is trusted with the rest.
-            targets = [(call, None)] + [
-                (inner, call)
-                for fn in index.resolve_call(call)
-                if not _tests_rank(index, fn) and not rank0_function(fn)
-                for inner in index.calls_by_scope.get(id(fn), ())
-            ]
-            for write, via in targets:
-                what = _write(index, write)
-                if what is None and via is None and _writing_helper(index, write):
-                    what = f"{dotted(write.func) or 'a helper'}(), which writes a file,"
-                if what is None or (via is not None and guarded_locally(index, write)):
-                    continue
-                when = (
-                    f"in every process {scope.name}() starts"
-                    if position(call) <= position(point)
-                    else f"after the process group is set up on line {point.lineno}"
-                )
-                hits.append(
-                    Hit(
-                        write,
-                        "DDL006",
-                        f"{what} runs on every rank: N ranks write the same file ({when}"
-                        f"{_where_via(via)})",
-                    )
-                )
-    return hits
+            out.append((point, scope, call))
+    return out
+
+
+def note_built_classes(index: ModuleIndex) -> None:
+    """Note the project classes this program builds on every rank (see _note_built)."""
+    for _, _, call in _after_init(index):
+        _note_built(index, call)
+
+
+def _note_built(index: ModuleIndex, call: ast.Call) -> None:
+    """A class of another module built here on every rank (`VisionTrainer(model, cfg)` after
+    the set-up): what its constructor writes is judged in its own file (built_classes)."""
+    if index.project is None or not index.callee_name(call)[:1].isupper():
+        return  # classes are named in CapWords; a helper call is judged above
+    found = imported_name(index, call.func)
+    if found is not None:
+        index.project.note_built(*found, index.path or "", call.lineno)
 
 
 def _tests_rank(index: ModuleIndex, func: ast.AST) -> bool:

@@ -228,3 +228,18 @@ def test_import_candidates_are_answered_from_folder_listings(
     assert project.module_path(train, "data", 0) is None
     assert project.module_path(train, "data.loader", 0) == str(proj / "data" / "loader.py")
     assert asked == [str(proj / "helpers" / "dist_util.py"), str(proj / "data" / "loader.py")]
+
+
+def test_a_base_constructors_writes_are_told_in_its_own_file() -> None:
+    """tools/train.py builds VisionTrainer on every rank; BaseTrainer's constructor writes are
+    reported in trainers/base.py, with the line that builds it, and only when base.py is among
+    the files linted (the script alone says nothing of other files). Linted alone, base.py is
+    judged as the program that reaches it (three imports away) builds it."""
+    folder = PROJECTS / "base_trainer_writes"
+    found = [f for f in lint_paths([str(folder)], root=str(folder)) if f.code == "DDL006"]
+    assert {Path(f.path).name for f in found} == {"base.py"}
+    assert all("tools/train.py builds VisionTrainer, a BaseTrainer" in f.message for f in found)
+    alone = lint_paths([str(folder / "tools" / "train.py")], root=str(folder))
+    assert alone == []
+    base = lint_paths([str(folder / "trainers" / "base.py")], root=str(folder))
+    assert [(f.line, f.code) for f in base] == [(f.line, f.code) for f in found]
