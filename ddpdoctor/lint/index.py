@@ -195,13 +195,14 @@ class ModuleIndex:
         node_type, list_type = ast.AST, list
         name_type, const_type, load_type = ast.Name, ast.Constant, ast.Load
         name_loads, strings = self.name_loads, self.strings
+        fields_of, pop, push = _CHILD_FIELDS.get, stack.pop, stack.append
         while stack:
-            node, scope = stack.pop()
+            node, scope = pop()
             t = type(node)
             inner = node if t in FUNC_TYPES else scope
-            for field in _CHILD_FIELDS.get(t) or child_fields(t):
+            for field in fields_of(t) or child_fields(t):
                 value = getattr(node, field, None)
-                for child in value if isinstance(value, list_type) else (value,):
+                for child in value if type(value) is list_type else (value,):
                     ct = type(child)
                     # Names and constants, two nodes in five, are leaves: read them here
                     # instead of a trip through the stack.
@@ -215,7 +216,7 @@ class ModuleIndex:
                             strings.append(child.value)
                     elif isinstance(child, node_type):
                         parents[id(child)] = node
-                        stack.append((child, inner))
+                        push((child, inner))
             if t not in _INDEXED:
                 continue  # most nodes (operators, subscripts, literals) only need parents
             if t is ast.Call:
