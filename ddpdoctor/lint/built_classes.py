@@ -15,6 +15,8 @@ from ddpdoctor.lint.index import FUNC_TYPES, ModuleIndex
 from ddpdoctor.lint.project import Project, imported_name
 from ddpdoctor.lint.rank_zero import _write, note_built_classes
 
+MAX_PROGRAMS = 8  # programs read per module linted without them
+
 
 def built_class_writes(project: Project, linted: set[str]) -> list[LintFinding]:
     """The unguarded writes of every noted class's constructor (and of the methods it runs
@@ -79,7 +81,8 @@ def _ask_programs(project: Project, linted: set[str]) -> None:
         return  # each program noted its classes when it was linted
     asked: set[str] = set()
     for module in sorted(project.class_modules & linted):
-        for program in sorted(project.programs_reaching(module) - linted - asked):
+        # A shared module is reached by many programs (icefall's 150 recipes): a few tell.
+        for program in sorted(project.programs_reaching(module) - linted - asked)[:MAX_PROGRAMS]:
             asked.add(program)
             index = _index_of(project, program)
             if index is not None:
