@@ -5,7 +5,7 @@
 
 `benchmarks/lint_corpus.jsonl` holds one line per script: repo, path, commit, split and a
 verdict per rule: the violation lines, or "clean". Splits: `tune` (tuned on), then parts held
-out in turn (`heldout`, `fresh`, `fresh2`, ... `fresh8`), each from repositories never
+out in turn (`heldout`, `fresh`, `fresh2`, ... `fresh9`), each from repositories never
 used before, chosen and judged (by reading the code) before lint ran on them. Each script is
 linted in its repository's tree with that tree as --root, so helpers in other modules are read
 as they would be for a user. A finding counts as found when its rule and line match a verdict;
