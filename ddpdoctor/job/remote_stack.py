@@ -39,19 +39,24 @@ def start(pid: int) -> subprocess.Popen | None:
         return None
 
 
-def finish(proc: subprocess.Popen, timeout: float = TIMEOUT_S) -> str | None:
-    """Its output in faulthandler's layout, or None (it failed or ran out of time)."""
+def finish(
+    proc: subprocess.Popen, timeout: float = TIMEOUT_S, pid: int | None = None
+) -> str | None:
+    """Its output in faulthandler's layout, or None (it failed or ran out of time); the thread
+    whose id is the process's `pid` (the main thread, on Linux) is marked current."""
     try:
         out, _ = proc.communicate(timeout=max(timeout, 0.05))
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
         return None
-    return as_faulthandler(out) if proc.returncode == 0 else None
+    return as_faulthandler(out, pid) if proc.returncode == 0 else None
 
 
-def as_faulthandler(text: str) -> str | None:
-    """pystack lists frames outermost first per thread; faulthandler innermost first."""
+def as_faulthandler(text: str, pid: int | None = None) -> str | None:
+    """pystack lists frames outermost first per thread; faulthandler innermost first. pystack
+    lists the newest thread first (a side thread, often), and marks none as current: the main
+    thread is the one whose id is the process's."""
     threads: list[tuple[str, list[str]]] = []
     for line in text.splitlines():
         head = _THREAD.match(line)
@@ -67,7 +72,8 @@ def as_faulthandler(text: str) -> str | None:
         return None
     out = []
     for tid, frames in threads:
-        out.append(f"Thread 0x{int(tid):x} (most recent call first):")
+        head = "Current thread" if pid is not None and int(tid) == pid else "Thread"
+        out.append(f"{head} 0x{int(tid):x} (most recent call first):")
         out.extend(reversed(frames))
         out.append("")
     return "\n".join(out)

@@ -62,7 +62,8 @@ def take(folder: RunFolder, alive: dict[int, Any], into: dict[int, str]) -> None
             if _mtime(folder.flight_file(rank)) != flights[rank]:
                 flights.pop(rank)
     for rank, proc in outside.items():
-        text = remote_stack.finish(proc, t0 + remote_stack.TIMEOUT_S - time.monotonic())
+        left = t0 + remote_stack.TIMEOUT_S - time.monotonic()
+        text = remote_stack.finish(proc, left, pid=alive[rank].pid)
         if text:
             into[rank] = text
 

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -66,3 +67,25 @@ def test_a_running_and_a_stopped_rank_both_give_their_stacks(
         for p in procs:
             p.kill()
             p.wait()
+
+
+def test_a_stopped_ranks_main_thread_is_the_one_with_its_pid() -> None:
+    """pystack lists the newest thread first (a side thread waiting on an event) and marks
+    none as current; when no frame is the user's (a probe of ours mid-collective), the main
+    thread is told by its id, the process's pid, not by its place in the list."""
+    probe = f"{os.sep}site-packages{os.sep}ddpdoctor{os.sep}checks{os.sep}allreduce.py"
+    lock = threading.__file__  # the standard library's: no user frame either
+    text = "\n".join(
+        [
+            "Traceback for thread 4242 (python) [] (most recent call last):",
+            f'    (Python) File "{lock}", line 1002, in _bootstrap',
+            f'    (Python) File "{lock}", line 331, in wait',
+            "Traceback for thread 4100 (python) [Has the GIL] (most recent call last):",
+            f'    (Python) File "{probe}", line 57, in run',
+            f'    (Python) File "{probe}", line 80, in timed_all_reduce',
+        ]
+    )
+    main = stacks.frames(remote_stack.as_faulthandler(text, pid=4100) or "")
+    assert main[0] == f"timed_all_reduce ({probe}:80)"
+    unmarked = stacks.frames(remote_stack.as_faulthandler(text) or "")
+    assert unmarked[0].startswith("wait (")  # the list's first thread: what went wrong before
