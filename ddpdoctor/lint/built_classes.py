@@ -9,10 +9,11 @@ from __future__ import annotations
 import ast
 import os
 
+from ddpdoctor.lint.files import read_bytes
 from ddpdoctor.lint.finding import LintFinding
 from ddpdoctor.lint.guards import guarded_locally
 from ddpdoctor.lint.index import FUNC_TYPES, ModuleIndex
-from ddpdoctor.lint.project import Project, imported_name
+from ddpdoctor.lint.project import Project, from_import_target, imported_name
 from ddpdoctor.lint.rank_zero import _write, note_built_classes
 
 MAX_PROGRAMS = 8  # programs read per module linted without them
@@ -38,8 +39,7 @@ def built_class_writes(project: Project, linted: set[str]) -> list[LintFinding]:
         cls = _class_named(index, name) if index is not None else None
         if cls is None:
             # Not defined here: a re-export (`from .vision import VisionTrainer`), followed.
-            alias = ast.Name(id=name) if index is not None else None
-            found = imported_name(index, alias) if alias is not None else None
+            found = from_import_target(index, name) if index is not None else None
             if found is not None:
                 todo.append((found, (site, line, built)))
             continue
@@ -76,11 +76,11 @@ def built_class_writes(project: Project, linted: set[str]) -> list[LintFinding]:
 def _ask_programs(project: Project, linted: set[str]) -> None:
     """When some of the project's DDP programs are not linted (a module linted alone), read
     those that reach a linted module with classes, for the classes they build on every rank."""
-    programs = project.ddp_files()
-    if programs <= linted:
-        return  # each program noted its classes when it was linted
+    modules = project.class_modules & linted
+    if not modules or project.ddp_files() <= linted:
+        return  # no class to ask about, or each program noted its classes when it was linted
     asked: set[str] = set()
-    for module in sorted(project.class_modules & linted):
+    for module in sorted(modules):
         # A shared module is reached by many programs (icefall's 150 recipes): a few tell.
         for program in sorted(project.programs_reaching(module) - linted - asked)[:MAX_PROGRAMS]:
             asked.add(program)
@@ -162,8 +162,7 @@ def _locked(index: ModuleIndex, call: ast.Call) -> bool:
 def _index_of(project: Project, path: str) -> ModuleIndex | None:
     """A fresh index of a module (its tree went when it was linted): few classes are noted."""
     try:
-        with open(path, "rb") as fh:
-            tree = ast.parse(fh.read(), filename=path)
+        tree = ast.parse(read_bytes(path), filename=path)
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     index = ModuleIndex(tree)

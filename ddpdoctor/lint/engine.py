@@ -10,7 +10,7 @@ import os
 import re
 import tokenize
 from collections.abc import Callable, Iterable
-from dataclasses import astuple
+from dataclasses import replace
 
 from ddpdoctor.lint import (
     device_pins,
@@ -321,7 +321,7 @@ def _built_class_findings(
         if found.path not in lines:
             text = read_source(found.path)
             lines[found.path] = text[0].splitlines() if isinstance(text, tuple) else []
-        shown = LintFinding(paths.get(found.path, found.path), *astuple(found)[1:])
+        shown = replace(found, path=paths.get(found.path, found.path))
         if not _suppressed(shown, lines[found.path]):
             out.append(shown)
             said.add((found.path, found.line, found.code))

@@ -617,6 +617,7 @@ class Project:
         # module -> the DDP files that import it, one or two steps away (see in_ddp_program)
         self.ddp_importers: dict[str, set[str]] = {}
         self.class_modules: set[str] = set()  # linted modules that define a class
+        self._imports: dict[str, set[str]] = {}  # see _imports_of
         self._set_epoch = False  # whether any file of the project says set_epoch
         self._module_names: set[str] | None = None
         self._names_walked = False
@@ -942,12 +943,19 @@ class Project:
         found = set(self.ddp_importers.get(key, ()))
         if not found:
             for module, programs in list(self.ddp_importers.items()):
-                try:
-                    if key in self._imported_files(module, read_bytes(module)):
-                        found |= programs
-                except OSError:
-                    continue
+                if key in self._imports_of(module):
+                    found |= programs
         return found
+
+    def _imports_of(self, module: str) -> set[str]:
+        """The project files a module's import lines name, read once (programs_reaching asks
+        the same modules for each module linted alone)."""
+        if module not in self._imports:
+            try:
+                self._imports[module] = set(self._imported_files(module, read_bytes(module)))
+            except OSError:
+                self._imports[module] = set()
+        return self._imports[module]
 
     def ddp_files(self) -> set[str]:
         if self._links is None:
@@ -1266,18 +1274,27 @@ def external_init_calls(index: ModuleIndex) -> list[ast.Call]:
 
 def imported_name(index: ModuleIndex, expr: ast.AST) -> tuple[str, str] | None:
     """The project file and the name there that `Name` (`from trainers import Name`) or
-    `module.Name` (`import trainers`) stands for; a package's `__init__` is followed on to
-    the module it re-exports the name from when the name is looked for there."""
+    `module.Name` (`import trainers`) stands for. The file may be a package's `__init__`
+    that only re-exports the name: the caller follows it on (built_classes)."""
     project = index.project
     if project is None or index.path is None:
         return None
-    if isinstance(expr, ast.Name) and expr.id in index.from_imports:
-        module, level, name = index.from_imports[expr.id]
-        found = project.module_path(index.path, module, level)
-        sub = project.module_path(index.path, f"{module}.{name}", level) if module else None
-        return None if found is None or sub is not None else (found, name)
+    if isinstance(expr, ast.Name):
+        return from_import_target(index, expr.id)
     if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
         module = index.module_imports.get(expr.value.id)
         found = project.module_path(index.path, module, 0) if module else None
         return None if found is None else (found, expr.attr)
     return None
+
+
+def from_import_target(index: ModuleIndex, local: str) -> tuple[str, str] | None:
+    """The project file and the name there that `from m import name [as local]` binds; None
+    when `m.name` is itself a module, or m is no file of the project."""
+    spec = index.from_imports.get(local)
+    if index.project is None or index.path is None or spec is None:
+        return None
+    module, level, name = spec
+    found = index.project.module_path(index.path, module, level)
+    sub = index.project.module_path(index.path, f"{module}.{name}", level) if module else None
+    return None if found is None or sub is not None else (found, name)

@@ -448,7 +448,6 @@ def _writes_after_init(index: ModuleIndex) -> list[Hit]:
     a function of this file called after it, runs on every rank unless guarded."""
     hits: list[Hit] = []
     for point, scope, call in _after_init(index):
-        _note_built(index, call)
         # A function that guards some of its own work by rank is trusted with the rest.
         targets = [(call, None)] + [
             (inner, call)
@@ -528,6 +527,7 @@ def _where_via(via: ast.Call | None) -> str:
 def check(index: ModuleIndex) -> list[Hit]:
     if not (index.is_ddp_script or index.in_ddp_program) or index.uses_framework:
         return []
+    note_built_classes(index)  # their constructors are judged in their own files, at the end
     if not (index.calls_by_name.get("backward") or index.wrapper_calls):
         # Sets up a group but trains nothing here: only what follows the set-up is judged.
         return _writes_after_init(index) + _unguarded_twins(index)
