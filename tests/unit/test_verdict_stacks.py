@@ -69,10 +69,56 @@ def test_a_running_and_a_stopped_rank_both_give_their_stacks(
             p.wait()
 
 
-def test_a_stopped_ranks_main_thread_is_the_one_with_its_pid() -> None:
-    """pystack lists the newest thread first (a side thread waiting on an event) and marks
-    none as current; when no frame is the user's (a probe of ours mid-collective), the main
-    thread is told by its id, the process's pid, not by its place in the list."""
+LIBRARY_RANK = textwrap.dedent("""\
+    import sys, threading, time
+    from pathlib import Path
+    from ddpdoctor.trace import stacks
+    stacks.install(Path(sys.argv[1]))
+    def waiting_here():
+        # a side thread started last: pystack lists it first, and marks no thread current
+        threading.Thread(target=threading.Event().wait, daemon=True).start()
+        Path(sys.argv[2]).touch()
+        while True:
+            time.sleep(0.05)
+    waiting_here()
+""")
+
+
+@pytest.mark.skipif(remote_stack.tool() is None, reason="pystack (the [stacks] extra) missing")
+def test_a_stopped_ranks_main_thread_is_the_one_with_its_pid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stopped rank whose main thread holds no user frame (a probe of ours mid-collective;
+    here a script under a site-packages folder) and a newer side thread: the rank's stack is
+    its main thread's, told by its id (the process's pid), not by its place in pystack's list."""
+    monkeypatch.setattr(remote_stack, "TIMEOUT_S", 20.0)
+    folder = RunFolder(tmp_path)
+    library = tmp_path / "site-packages"
+    library.mkdir()
+    script, ready = library / "rank.py", tmp_path / "ready"
+    script.write_text(LIBRARY_RANK)
+    proc = subprocess.Popen([sys.executable, str(script), str(folder.stack_file(0)), str(ready)])
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGSTOP)
+        alive = {0: psutil.Process(proc.pid)}
+        deadline = time.monotonic() + 10
+        while alive[0].status() != psutil.STATUS_STOPPED and time.monotonic() < deadline:
+            time.sleep(0.01)
+        dumps: dict[int, str] = {}
+        stacks.take(folder, alive, dumps)
+        frames = stacks.frames(dumps[0])
+        assert any(f.startswith(f"waiting_here ({script}:") for f in frames), frames
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_pystacks_layout_marks_the_pids_thread_current() -> None:
+    """The conversion itself, on pystack's layout: newest thread first, none current; the
+    thread whose id is the pid becomes the current one, and only with the pid given."""
     probe = f"{os.sep}site-packages{os.sep}ddpdoctor{os.sep}checks{os.sep}allreduce.py"
     lock = threading.__file__  # the standard library's: no user frame either
     text = "\n".join(
