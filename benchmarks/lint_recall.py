@@ -79,6 +79,10 @@ CONTAMINATED = {
     # fresh8's false alarms had been read by then (Princeton's is the same case).
     ("fresh6", "DDL003"),
     ("fresh8", "DDL003"),
+    # Session 10: fresh9's fail-level false alarms, read after its one blind run, fixed at their
+    # cause (a group joined with rank=local_rank; a dataset cut per rank by a factory chain).
+    ("fresh9", "DDL002"),
+    ("fresh9", "DDL004"),
 }
 
 

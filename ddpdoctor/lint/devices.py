@@ -147,6 +147,8 @@ def rank_kind(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> set[s
                     kinds |= rank_kind(index, ret.value, depth + 1)
             return kinds or {"unknown"}
         if name in GLOBAL_RANK_CALLS:
+            if name == "get_rank" and _joined_as_local(index, depth):
+                return {"local"}  # `init_process_group(rank=local_rank)`: what it returns
             return {"global"}  # torch.distributed's, or a project's helper of that name
         return {"unknown"}
     if isinstance(expr, ast.Constant):
@@ -185,6 +187,20 @@ def rank_kind(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> set[s
             return {"global"}
         return kinds or {"unknown"}
     return {"unknown"}
+
+
+def _joined_as_local(index: ModuleIndex, depth: int) -> bool:
+    """Every `init_process_group` of this file passes the local rank as `rank=` (MeloTTS joins
+    with `rank=local_rank`): `get_rank()` then returns the local rank, a right device index on
+    every node. Joining so is its own mistake on several nodes, but not a device one."""
+    inits = index.init_calls
+    if not inits:
+        return False
+    for call in inits:
+        rank = next((k.value for k in call.keywords if k.arg == "rank"), None)
+        if rank is None or rank_kind(index, rank, depth + 1) != {"local"}:
+            return False
+    return True
 
 
 def _global_elsewhere(index: ModuleIndex, expr: ast.AST) -> bool:

@@ -6,6 +6,7 @@ returns; whenever a value cannot be seen, the rule stays silent."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import re
 
@@ -95,7 +96,28 @@ def _shards_itself(index: ModuleIndex, dataset: ast.expr | None, depth: int = 0)
     names = _identifiers(index, dataset)
     if any(w in n for n in names for w in SHARDING_WORDS + STREAMING_WORDS):
         return True
-    return any(isinstance(o, ast.Call) and _project_helper_shards(index, o) for o in origins)
+    roots = {r for o in origins if isinstance(o, ast.Call) for r in _root_calls(index, o)}
+    return any(_project_helper_shards(index, r) for r in roots)
+
+
+def _root_calls(index: ModuleIndex, call: ast.Call, depth: int = 0) -> set[ast.Call]:
+    """The calls a dataset is first made by, through a chain or an iterator: for
+    `next(self.shards)` after `self.shards = create_dataset(cfg)(split="train").get_data()`,
+    the `create_dataset(cfg)` call (the project's helper that may cut the data per rank)."""
+    if depth > 4:
+        return {call}
+    func = call.func
+    if isinstance(func, ast.Name) and func.id in ("next", "iter") and call.args:
+        inner = index.origins(call.args[0])
+        found = {
+            r for o in inner if isinstance(o, ast.Call) for r in _root_calls(index, o, depth + 1)
+        }
+        return found or {call}
+    if isinstance(func, ast.Call):
+        return _root_calls(index, func, depth + 1)
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
+        return _root_calls(index, func.value, depth + 1)
+    return {call}
 
 
 def _passed_in_sharded(index: ModuleIndex, dataset: ast.expr, depth: int) -> bool:
@@ -128,11 +150,31 @@ def _project_helper_shards(index: ModuleIndex, call: ast.Call) -> bool:
     else:
         return False
     path = project.module_path(index.path, module, level)
+    return _speaks_of_ranks(path)
+
+
+RANK_WORDS = (b"get_rank", b"world_size", b"global_rank", b"num_replicas")
+STAR_IMPORT = re.compile(rb"^from (\.+)([\w.]*) import \*", re.MULTILINE)
+
+
+def _speaks_of_ranks(path: str | None) -> bool:
+    """A module's bytes name a rank, or those of a sibling it star-imports (a package
+    `__init__` with `from .dataset import *`, where the dataset class cuts the data)."""
     try:
         data = read_bytes(path) if path else b""
     except OSError:
         return False
-    return any(w in data for w in (b"get_rank", b"world_size", b"global_rank", b"num_replicas"))
+    if any(w in data for w in RANK_WORDS):
+        return True
+    folder = os.path.dirname(path or "")
+    for dots, name in STAR_IMPORT.findall(data)[:8]:
+        if len(dots) != 1 or not name:
+            continue
+        sibling = os.path.join(folder, *name.decode().split(".")) + ".py"
+        with contextlib.suppress(OSError):
+            if any(w in read_bytes(sibling) for w in RANK_WORDS):
+                return True
+    return False
 
 
 def _loader_name(index: ModuleIndex, call: ast.Call) -> str:
