@@ -151,8 +151,10 @@ def rank_kind(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> set[s
                 return {"local"}  # `init_process_group(rank=local_rank)`: what it returns
             return {"global"}  # torch.distributed's, or a project's helper of that name
         return {"unknown"}
-    if isinstance(expr, ast.Constant):
-        return set()  # a fallback (`return 0` when not distributed) says nothing
+    if isinstance(expr, ast.Constant) or (
+        isinstance(expr, ast.UnaryOp) and isinstance(expr.operand, ast.Constant)
+    ):
+        return set()  # a fallback (`return 0`, `rank = -1` when not distributed) says nothing
     if isinstance(expr, ast.JoinedStr):
         parts = [v.value for v in expr.values if isinstance(v, ast.FormattedValue)]
         return set().union(*(rank_kind(index, p, depth + 1) for p in parts)) or {"unknown"}
