@@ -152,6 +152,11 @@ def is_const(expr: ast.AST | None, value: object) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is value
 
 
+FRAMEWORKS = frozenset(
+    {"accelerate", "lightning", "pytorch_lightning", "deepspeed", "fabric", "composer"}
+)
+
+
 class ModuleIndex:
     """Facts about one parsed module. Built once per file; every check reads from it."""
 
@@ -461,13 +466,14 @@ class ModuleIndex:
 
     @cached_property
     def uses_framework(self) -> bool:
-        """Accelerate, Lightning, DeepSpeed and friends shard data and guard I/O themselves."""
-        roots = {v.split(".", 1)[0] for v in self.aliases.values()}
-        roots |= set(self.aliases)
-        return bool(
-            roots
-            & {"accelerate", "lightning", "pytorch_lightning", "deepspeed", "fabric", "composer"}
-        )
+        """Accelerate, Lightning, DeepSpeed and friends shard data and guard I/O themselves;
+        an import that nothing reads (`from accelerate import Accelerator` left in a plain DDP
+        script) hands them nothing."""
+        used = self.name_loads
+        roots = {v.split(".", 1)[0] for k, v in self.aliases.items() if k in used}
+        roots |= {k for k in self.aliases if k in used}
+        roots |= {k for k, v in self.module_imports.items() if k == v and k in used}
+        return bool(roots & FRAMEWORKS)
 
     # -- structure ----------------------------------------------------------------------------
     def parent(self, node: ast.AST) -> ast.AST | None:

@@ -150,31 +150,54 @@ def _project_helper_shards(index: ModuleIndex, call: ast.Call) -> bool:
     else:
         return False
     path = project.module_path(index.path, module, level)
-    return _speaks_of_ranks(path)
+    defined = ref[1].rsplit(".", 1)[-1] if ref[0] == "attr" else index.from_imports[head][2]
+    return _speaks_of_ranks(path, defined)
 
 
 RANK_WORDS = (b"get_rank", b"world_size", b"global_rank", b"num_replicas")
 STAR_IMPORT = re.compile(rb"^from (\.+)([\w.]*) import \*", re.MULTILINE)
 
 
-def _speaks_of_ranks(path: str | None) -> bool:
-    """A module's bytes name a rank, or those of a sibling it star-imports (a package
-    `__init__` with `from .dataset import *`, where the dataset class cuts the data)."""
+def _speaks_of_ranks(path: str | None, name: str) -> bool:
+    """The helper's own code names a rank, or code it names (its base class, the class it
+    returns) does, in its module or a sibling the module star-imports (a package `__init__`
+    with `from .dataset import *`). A module that speaks of ranks elsewhere (a sampler helper
+    beside a plain dataset class) does not make the dataset per-rank. A helper whose code is
+    not found (re-exported further) is judged by its whole module, as before."""
     try:
         data = read_bytes(path) if path else b""
     except OSError:
         return False
-    if any(w in data for w in RANK_WORDS):
-        return True
+    texts = [data]
     folder = os.path.dirname(path or "")
-    for dots, name in STAR_IMPORT.findall(data)[:8]:
-        if len(dots) != 1 or not name:
-            continue
-        sibling = os.path.join(folder, *name.decode().split(".")) + ".py"
-        with contextlib.suppress(OSError):
-            if any(w in read_bytes(sibling) for w in RANK_WORDS):
-                return True
-    return False
+    for dots, sub in STAR_IMPORT.findall(data)[:8]:
+        if len(dots) == 1 and sub:
+            with contextlib.suppress(OSError):
+                texts.append(read_bytes(os.path.join(folder, *sub.decode().split(".")) + ".py"))
+    blocks = _top_level_blocks(texts)
+    block = blocks.get(name.encode())
+    if block is None:
+        return any(w in t for t in texts for w in RANK_WORDS)
+    if any(w in block for w in RANK_WORDS):
+        return True
+    named = set(IDENTIFIER.findall(block)) - {name.encode()}
+    return any(w in blocks[n] for n in named if n in blocks for w in RANK_WORDS)
+
+
+IDENTIFIER = re.compile(rb"\b[A-Za-z_]\w*")
+TOP_LEVEL_DEF = re.compile(rb"^(?:async def|def|class)\s+([A-Za-z_]\w*)", re.MULTILINE)
+# The next line that starts in the first column and is not a comment or a closing bracket.
+NEXT_TOP_LEVEL = re.compile(rb"\n(?=[^\s#)\]}])")
+
+
+def _top_level_blocks(texts: list[bytes]) -> dict[bytes, bytes]:
+    """The source of each top-level function and class, by name, the first definition kept."""
+    blocks: dict[bytes, bytes] = {}
+    for text in texts:
+        for match in TOP_LEVEL_DEF.finditer(text):
+            tail = NEXT_TOP_LEVEL.search(text, match.end())
+            blocks.setdefault(match.group(1), text[match.start() : tail.start() if tail else None])
+    return blocks
 
 
 def _loader_name(index: ModuleIndex, call: ast.Call) -> str:
