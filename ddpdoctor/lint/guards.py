@@ -189,6 +189,30 @@ def distributed_test(test: ast.AST) -> bool:
     return False
 
 
+GPU_COUNT_WORDS = ("ngpu", "n_gpu", "num_gpu", "gpus_per_node", "device_count", "nproc")
+
+
+def _several_gpus_and(test: ast.AST) -> bool:
+    """`if args.distributed and ngpus_per_node > 1: launch() else: single_main()` (OpenP5):
+    the else runs when the switch is off or there is one GPU, in one process either way."""
+    if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)):
+        return False
+    kinds = [distributed_test(v) or _gpu_count_above_one(v) for v in test.values]
+    return all(kinds) and any(distributed_test(v) for v in test.values)
+
+
+def _gpu_count_above_one(test: ast.AST) -> bool:
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    name = (last_name(left.func) if isinstance(left, ast.Call) else last_name(left)).lower()
+    if not any(w in name for w in GPU_COUNT_WORDS):
+        return False
+    return (isinstance(op, ast.Gt) and _int(right) == 1) or (
+        isinstance(op, ast.GtE) and _int(right) == 2
+    )
+
+
 def single_process_branch(index: ModuleIndex, node: ast.AST) -> bool:
     """Inside `if not args.distributed:` / `if world_size == 1:`, or in the else of a
     distributed test (`if opt["dist"]: ... else:`): code for one process."""
@@ -199,7 +223,7 @@ def single_process_branch(index: ModuleIndex, node: ast.AST) -> bool:
             in_body = child in anc.body
             if in_body and _nondistributed(anc.test):
                 return True
-            if not in_body and distributed_test(anc.test):
+            if not in_body and (distributed_test(anc.test) or _several_gpus_and(anc.test)):
                 return True
             flag = _negated_flag(anc.test)
             if (in_body and dotted(anc.test) in refused) or (not in_body and flag in refused):

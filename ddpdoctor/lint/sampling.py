@@ -224,6 +224,29 @@ def _is_training_loader(index: ModuleIndex, call: ast.Call) -> bool:
     return is_const(kwarg(call, "shuffle"), True) and not _only_looked_at(index, call)
 
 
+def _beside_a_sharded_training_loader(index: ModuleIndex, call: ast.Call) -> bool:
+    """A loader built per item of a loop (one per head or task) in a function that, outside
+    that loop, builds its training loader over a DistributedSampler (MACE's `train_loader`,
+    after the per-head `train_loader_head` copies it keeps for evaluation): the program's
+    training data is sharded, and these are not what it trains on."""
+    loops = index.enclosing_loops(call)
+    if not loops:
+        return False
+    scope = index.scope_of(call)
+    for other in index.calls_named("DataLoader"):
+        if other is call or index.scope_of(other) is not scope:
+            continue
+        if any(loop in index.enclosing_loops(other) for loop in loops):
+            continue
+        sampler = kwarg(other, "sampler") or _positional(other, 3)
+        if sampler is None or _unsharded(index, sampler):
+            continue
+        words = [w for w in re.split(r"[^a-z0-9]+", _loader_name(index, other)) if w]
+        if any(w.startswith("train") for w in words):
+            return True
+    return False
+
+
 def _only_looked_at(index: ModuleIndex, call: ast.Call) -> bool:
     """A shuffling loader whose name is iterated only by loops that train nothing (a sanity
     check that plots a few batches): not the training loader."""
@@ -262,6 +285,8 @@ def check_missing_sampler(index: ModuleIndex) -> list[Hit]:
             continue
         if single_process_branch(index, call):
             continue  # `if opt["dist"]: ... else: DataLoader(ds, shuffle=True)`: one process
+        if _beside_a_sharded_training_loader(index, call):
+            continue
         hits.append(
             Hit(
                 call,
