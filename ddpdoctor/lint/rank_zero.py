@@ -137,8 +137,16 @@ def _file_sink(sink: ast.expr | None) -> bool:
 
 def _bar_of_a_loop(index: ModuleIndex, call: ast.Call, loops: set[int]) -> bool:
     """`bar = tqdm(range(epochs))` and then `for epoch in bar:` around the training: the bar is
-    the loop's own, though made before it."""
+    the loop's own, though made before it. So is `with tqdm(total=len(loader)) as bar:` around
+    the training loop, updated by hand."""
     assign = index.parent(call)
+    if isinstance(assign, ast.withitem) and assign.context_expr is call:
+        block = index.parent(assign)
+        return isinstance(block, (ast.With, ast.AsyncWith)) and any(
+            isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and id(node) in loops
+            for stmt in block.body
+            for node in ast.walk(stmt)
+        )
     if not (
         isinstance(assign, ast.Assign)
         and len(assign.targets) == 1
