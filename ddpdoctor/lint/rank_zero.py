@@ -455,7 +455,7 @@ def _writes_after_init(index: ModuleIndex) -> list[Hit]:
     then write config.yaml), a write that follows the set-up call in the same function, or in
     a function of this file called after it, runs on every rank unless guarded."""
     hits: list[Hit] = []
-    for point, scope, call in _after_init(index):
+    for point, scope, call in _after_init(index) + _module_level_of_a_rank_script(index):
         # A function that guards some of its own work by rank is trusted with the rest.
         targets = [(call, None)] + [
             (inner, call)
@@ -469,11 +469,12 @@ def _writes_after_init(index: ModuleIndex) -> list[Hit]:
                 what = f"{dotted(write.func) or 'a helper'}(), which writes a file,"
             if what is None or (via is not None and guarded_locally(index, write)):
                 continue
-            when = (
-                f"in every process {scope.name}() starts"
-                if position(call) <= position(point)
-                else f"after the process group is set up on line {point.lineno}"
-            )
+            if scope is index.tree:
+                when = "at the top of a script that every rank runs"
+            elif position(call) <= position(point):
+                when = f"in every process {scope.name}() starts"
+            else:
+                when = f"after the process group is set up on line {point.lineno}"
             hits.append(
                 Hit(
                     write,
@@ -499,6 +500,27 @@ def _after_init(index: ModuleIndex) -> list[tuple[ast.Call, ast.AST, ast.Call]]:
                 continue
             out.append((point, scope, call))
     return out
+
+
+def _module_level_of_a_rank_script(index: ModuleIndex) -> list[tuple[ast.Call, ast.AST, ast.Call]]:
+    """A script that sets the group up in a function and spawns nothing is started once per
+    rank by its launcher (torchrun): its top-level statements run on every rank too, before
+    the set-up as much as after it (mt-dnn's `create_logger(..., log_file=...)`). Only their
+    own writes: the functions of this file they call are judged where the set-up is."""
+    if not index.has_main_guard or index.spawn_targets:
+        return []
+    points = [
+        p
+        for p in _init_points(index)
+        if isinstance(index.scope_of(p), (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
+    if not points:
+        return []
+    return [
+        (points[0], index.tree, call)
+        for call in index.calls_by_scope.get(id(index.tree), ())
+        if not guarded_locally(index, call) and not index.resolve_call(call)
+    ]
 
 
 def note_built_classes(index: ModuleIndex) -> None:
