@@ -630,7 +630,25 @@ class ModuleIndex:
                 cls = self.enclosing_class(self.scope_of(call))
                 if cls is not None:
                     targets.update(self._methods_of(cls, fn.attr))
-        return targets
+        return targets | self._handed_to_a_launcher()
+
+    def _handed_to_a_launcher(self) -> set[ast.AST]:
+        """Functions of this file handed first to a launcher of the project that spawns
+        processes (detectron2-style `launch(main_worker, ngpus, ...)`): each process runs them,
+        after the launcher's own set-up."""
+        if self.project is None:
+            return set()
+        from ddpdoctor.lint.project import external_effects
+
+        found: set[ast.AST] = set()
+        for call in self.calls:
+            first = call.args[0] if call.args else None
+            if not isinstance(first, ast.Name) or first.id not in self.functions:
+                continue
+            funcs = [f for f in self.functions[first.id] if not self.enclosing_class(f)]
+            if funcs and "spawns" in (external_effects(self, call) or ()):
+                found.update(funcs)
+        return found
 
     def handed_over(self, name: str) -> bool:
         """The function (or class) is passed to another call as a value (`Process(target=

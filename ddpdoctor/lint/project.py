@@ -31,6 +31,10 @@ DIRECT = {
     "init_process_group": "init",
     "destroy_process_group": "destroy",
     "set_device": "set_device",
+    # A launcher that starts processes (`mp.spawn(worker, args=(main_func, ...))`): what it is
+    # handed runs in each of them.
+    "spawn": "spawns",
+    "start_processes": "spawns",
 }
 PRINT_TARGETS = ("builtins.print", "__builtin__.print", "__builtins__.print", "sys.stdout")
 MAX_DEPTH = 6
@@ -134,6 +138,7 @@ EFFECT_WORDS += ("torch.save", "FileHandler", "SummaryWriter")
 # Logging set up by the rank (`basicConfig(level=INFO if rank in [-1, 0] else WARN)`) in a
 # helper: the program's log calls are then rank-0-only (`set_logging(rank)`, yolov5/yolov7).
 EFFECT_WORDS += ("basicConfig", "setLevel")
+EFFECT_WORDS += (".spawn(", "start_processes")  # a launcher of the project (see DIRECT)
 EFFECT_BYTES = tuple(w.encode() for w in EFFECT_WORDS)
 LOG_SETUP = ("basicConfig", "setLevel")
 
