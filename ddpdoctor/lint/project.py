@@ -23,6 +23,7 @@ from ddpdoctor.lint.index import (
     destroys_default_group,
     dotted,
     import_key,
+    kwarg,
     spawn_target,
 )
 
@@ -151,6 +152,13 @@ PLAIN_SAMPLERS += ("WeightedRandomSampler", "BatchSampler", "DistributedSampler"
 
 # Made in a helper, these open a file of their own (a log file, TensorBoard's event file).
 FILE_MAKERS = ("FileHandler", "RotatingFileHandler", "TimedRotatingFileHandler", "SummaryWriter")
+
+
+def _fixed_file(call: ast.Call) -> bool:
+    """A log file named by a constant (`logging.FileHandler("log.txt")`), not by what the
+    helper is handed."""
+    first = call.args[0] if call.args else kwarg(call, "filename") or kwarg(call, "log_dir")
+    return isinstance(first, ast.Constant) and isinstance(first.value, str) and bool(first.value)
 
 
 def _writes_file(call: ast.Call) -> bool:
@@ -450,6 +458,8 @@ def _call_fact(facts: FuncFacts, node: ast.Call, func: ast.AST, names: set[str],
         facts.direct.add("set_epoch")
     elif _writes_file(node):
         facts.direct.add("writes")
+    elif last in FILE_MAKERS and _fixed_file(node):
+        facts.direct.add("writes")  # `FileHandler("log.txt")`: one file, whoever calls
     elif last in FILE_MAKERS:
         facts.direct.add("opens_log")  # judged at the call, by the file it is given
     elif last == "DistributedSampler" and _shuffling_train_sampler(node, func):
