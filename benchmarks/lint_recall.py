@@ -87,6 +87,15 @@ CONTAMINATED = {
     # (the else of `distributed and ngpus > 1`; per-task loaders beside a sharded training one).
     ("fresh10", "DDL001"),
     ("fresh10", "DDL002"),
+    # Session 10, DDL006: fresh9's unlearn_multimodal misses (an unused Accelerate import) and
+    # fresh10's (a `with tqdm` bar, a launcher helper, top-level writes, fixed log files) were
+    # read before the fixes.
+    ("fresh9", "DDL006"),
+    ("fresh10", "DDL006"),
+    # DDL003: set_epoch in a lambda handed to ignite's EPOCH_STARTED handler (fresh9's and
+    # fresh10's false alarms, read first).
+    ("fresh9", "DDL003"),
+    ("fresh10", "DDL003"),
 }
 
 

@@ -360,9 +360,14 @@ def _loop_called(index: ModuleIndex) -> set[ast.AST]:
 
 def _counts_as_per_epoch(index: ModuleIndex, call: ast.Call, loop_called: set[ast.AST]) -> bool:
     """set_epoch inside a loop, or in a function a loop runs, or in a loop-free function this
-    file never calls (its caller, elsewhere, may well loop)."""
+    file never calls (its caller, elsewhere, may well loop), or in a lambda handed to a call
+    (ignite's `add_event_handler(Events.EPOCH_STARTED, lambda e: sampler.set_epoch(...))`:
+    the engine runs it each epoch)."""
     if index.in_loop(call):
         return True
+    for anc in index.ancestors(call):
+        if isinstance(anc, ast.Lambda):
+            return isinstance(index.parent(anc), ast.Call)
     scope = index.scope_of(call)
     if not isinstance(scope, FUNC_TYPES):
         return False
