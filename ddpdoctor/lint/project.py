@@ -139,6 +139,7 @@ EFFECT_WORDS += ("torch.save", "FileHandler", "SummaryWriter")
 # Logging set up by the rank (`basicConfig(level=INFO if rank in [-1, 0] else WARN)`) in a
 # helper: the program's log calls are then rank-0-only (`set_logging(rank)`, yolov5/yolov7).
 EFFECT_WORDS += ("basicConfig", "setLevel")
+EFFECT_WORDS += ("wandb.init",)  # a helper that starts the tracker's run (setup_wandb(args))
 EFFECT_WORDS += (".spawn(", "start_processes")  # a launcher of the project (see DIRECT)
 EFFECT_BYTES = tuple(w.encode() for w in EFFECT_WORDS)
 LOG_SETUP = ("basicConfig", "setLevel")
@@ -456,6 +457,8 @@ def _call_fact(facts: FuncFacts, node: ast.Call, func: ast.AST, names: set[str],
         facts.direct.add("reads_rank")
     elif last == "set_epoch":
         facts.direct.add("set_epoch")
+    elif last == "init" and dotted(callee) == "wandb.init":
+        facts.direct.update(("writes", "tracks"))  # a tracker run: one per call
     elif _writes_file(node):
         facts.direct.add("writes")
     elif last in FILE_MAKERS and _fixed_file(node):

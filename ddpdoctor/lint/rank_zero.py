@@ -378,13 +378,13 @@ def _helper_writes(index: ModuleIndex) -> list[Hit]:
         if site is False:
             continue
         name = dotted(call.func) or "a helper"
+        what = (
+            "starts a tracker run (wandb.init) and runs on every rank: N ranks log the same run"
+            if "tracks" in (external_effects(index, call) or ())
+            else "writes a file and runs on every rank: N ranks write the same file"
+        )
         hits.append(
-            Hit(
-                call,
-                "DDL006",
-                f"{name}() writes a file and runs on every rank: N ranks write the same file"
-                f"{_where(site)}{_early_guard(index, call)}",
-            )
+            Hit(call, "DDL006", f"{name}() {what}{_where(site)}{_early_guard(index, call)}")
         )
     return hits
 

@@ -243,3 +243,16 @@ def test_a_base_constructors_writes_are_told_in_its_own_file() -> None:
     assert alone == []
     base = lint_paths([str(folder / "trainers" / "base.py")], root=str(folder))
     assert [(f.line, f.code) for f in base] == [(f.line, f.code) for f in found]
+
+
+def test_a_helper_starting_the_tracker_is_told_as_a_run_not_a_file() -> None:
+    """`start_tracking()` does `wandb.init`: N ranks log N runs of one experiment."""
+    folder = PROJECTS / "helper_writes"
+    found = [
+        f
+        for f in lint_paths([str(folder)], root=str(folder))
+        if f.code == "DDL006" and "start_tracking" in f.message
+    ]
+    assert len(found) == 1
+    assert "starts a tracker run (wandb.init)" in found[0].message
+    assert "N ranks log the same run" in found[0].message
