@@ -145,11 +145,21 @@ def _consumer(index: ModuleIndex, call: ast.Call) -> ast.AST | None:
 
 
 def _aliases_of(scope: ast.AST, names: set[str]) -> set[str]:
-    """Names assigned from a part of these in the same function (one step)."""
+    """Names assigned from a part of these in the same function (one step), and dicts they are
+    merged into (`model_dict.update(sd)`, then `model.load_state_dict(model_dict)`)."""
     found: set[str] = set()
     if not isinstance(scope, FUNC_TYPES):
         return found
     for node in ast.walk(scope):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "update"
+            and len(node.args) == 1
+            and dotted(node.args[0]) in names
+            and (into := dotted(node.func.value))
+        ):
+            found.add(into)
         if not isinstance(node, ast.Assign):
             continue
         value = node.value
