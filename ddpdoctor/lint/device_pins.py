@@ -276,6 +276,95 @@ def _hard_coded_device(index: ModuleIndex) -> list[Hit]:
     return hits
 
 
+def _cuda0_option_default(index: ModuleIndex) -> list[Hit]:
+    """`parser.add_argument("--device", default="cuda:0")` in a DDP script whose `args.device`
+    is read and never set: every rank is started with the same command line, so every rank
+    trains on GPU 0 unless something rewrites the option per rank."""
+    if "CUDA_VISIBLE_DEVICES" in index.strings:
+        return []
+    hits: list[Hit] = []
+    for call in index.calls_named("add_argument"):
+        default = kwarg(call, "default")
+        if _str(default) != "cuda:0" or single_process_branch(index, call):
+            continue
+        dest = _str(kwarg(call, "dest")) or next(
+            (
+                t.lstrip("-").replace("-", "_")
+                for a in call.args
+                if (t := _str(a)) and t.startswith("--")
+            ),
+            None,
+        )
+        if not dest or "device" not in dest or dest not in index.attr_names:
+            continue
+        if dest.startswith(("eval", "val", "test")):
+            continue  # an evaluation device: often rank 0's alone, not told here
+        if any(key.endswith(f".{dest}") for key in index.bindings):
+            continue  # `args.device = f"cuda:{local_rank}"`: set per rank after parsing
+        if not _used_as_device(index, dest):
+            continue
+        hits.append(
+            Hit(
+                call,
+                "DDL004",
+                f'--{dest} defaults to "cuda:0" and is never set per rank: every rank '
+                "trains on GPU 0 (use LOCAL_RANK)",
+            )
+        )
+    return hits
+
+
+DEVICE_TAKERS = ("to", "cuda", "device")
+
+
+def _used_as_device(index: ModuleIndex, dest: str) -> bool:
+    """`args.device` handed as a device (`.to(args.device)`, `device=args.device`), itself or
+    through a name bound once (`device = args.device`, never rebound per rank)."""
+    held: set[tuple[str, ast.AST]] = set()
+    for node in ast.walk(index.tree):
+        if not (
+            isinstance(node, ast.Attribute)
+            and node.attr == dest
+            and isinstance(node.value, ast.Name)
+            and node.value.id not in index.module_imports  # `torch.device` is no option
+        ):
+            continue
+        parent = index.parent(node)
+        if (
+            isinstance(parent, ast.Call)
+            and node in parent.args
+            and index.qualname(parent.func) == "torch.device"
+        ):
+            node, parent = parent, index.parent(parent)  # `torch.device(args.device)`
+        elif _takes_device(index, parent, node):
+            return True
+        if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
+            target, scope = parent.targets[0], index.scope_of(parent)
+            once = isinstance(target, ast.Name) and [
+                s for s, _ in index.bindings.get(target.id, ()) if s is scope
+            ] == [scope]
+            if once:
+                held.add((target.id, scope))  # not rebound per rank in that function
+    for node in ast.walk(index.tree):
+        if (
+            isinstance(node, ast.Name)
+            and (node.id, index.scope_of(node)) in held
+            and _takes_device(index, index.parent(node), node)
+        ):
+            return True
+    return False
+
+
+def _takes_device(index: ModuleIndex, parent: ast.AST | None, node: ast.AST) -> bool:
+    if isinstance(parent, ast.keyword):
+        return parent.arg == "device"
+    return (
+        isinstance(parent, ast.Call)
+        and node in parent.args
+        and index.callee_name(parent) in DEVICE_TAKERS
+    )
+
+
 def _fewer_gpus_branch(index: ModuleIndex, node: ast.AST) -> bool:
     """Inside an `if` that compares the GPU count with the number of processes: a deliberate
     fallback for a machine with fewer GPUs than ranks."""
@@ -429,6 +518,7 @@ def check(index: ModuleIndex) -> list[Hit]:
         _load_without_map_location(index)
         + _several_devices(index)
         + _hard_coded_device(index)
+        + _cuda0_option_default(index)
         + _global_rank_moves(index)
         + _ddp_on_uncovered_path(index)
     )
