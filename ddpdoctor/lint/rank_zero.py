@@ -38,13 +38,18 @@ RANKISH = ("rank", "gpu_id")
 RANK_NAMES = ("gpu", "local_gpu", "device_id")  # whole names only: `ngpus` is no rank
 
 
+# Names unique to the process that makes them: `f"batch-{uuid4()}.pt"` is a file of its own.
+PER_PROCESS = frozenset({"uuid4", "uuid1", "getpid", "mkstemp", "mkdtemp"})
+
+
 def _mentions_rank(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> bool:
-    """Per-rank paths (`f'ckpt_{rank}.pt'`) and messages (`[GPU{gpu_id}]`) are meant per rank."""
+    """Per-rank paths (`f'ckpt_{rank}.pt'`, or one unique to the process: a uuid, the pid) and
+    messages (`[GPU{gpu_id}]`) are meant per rank."""
     if expr is None:
         return False
     for node in ast.walk(expr):
         name = last_name(node).lower() if isinstance(node, (ast.Name, ast.Attribute)) else ""
-        if name and (any(w in name for w in RANKISH) or name in RANK_NAMES):
+        if name and (any(w in name for w in RANKISH) or name in RANK_NAMES or name in PER_PROCESS):
             return True
         if isinstance(node, ast.Name) and depth < 2:
             for value in index.values_of(node.id, node):
@@ -185,6 +190,9 @@ def _progress(
 
 
 LOG_SETUP = ("basicConfig", "setLevel", "addFilter", "disable", "addHandler", "NullHandler")
+# Library helpers that set logging up per rank themselves (icefall.utils.setup_logger names the
+# log file by the rank and is used by icefall-style recipes outside icefall too).
+RANK_AWARE_LOGGERS = frozenset({"icefall.utils.setup_logger"})
 
 
 def _rank_aware_logging(index: ModuleIndex) -> bool:
@@ -202,6 +210,8 @@ def _rank_aware_logging(index: ModuleIndex) -> bool:
                 implies_rank0(anc.test) or implies_rank0(anc.test, negated=True)
             ):
                 return True
+    if any(index.aliases.get(n) in RANK_AWARE_LOGGERS for n in index.calls_by_name):
+        return True  # icefall's setup_logger: a log file per rank, the rank in its name
     return "devnull" in index.attr_names or "rank_logging" in program_effects(index)
 
 
