@@ -155,7 +155,6 @@ def _project_helper_shards(index: ModuleIndex, call: ast.Call) -> bool:
 
 
 RANK_WORDS = (b"get_rank", b"world_size", b"global_rank", b"num_replicas")
-STAR_IMPORT = re.compile(rb"^from (\.+)([\w.]*) import \*", re.MULTILINE)
 
 
 def _speaks_of_ranks(path: str | None, name: str) -> bool:
@@ -163,41 +162,50 @@ def _speaks_of_ranks(path: str | None, name: str) -> bool:
     returns) does, in its module or a sibling the module star-imports (a package `__init__`
     with `from .dataset import *`). A module that speaks of ranks elsewhere (a sampler helper
     beside a plain dataset class) does not make the dataset per-rank. A helper whose code is
-    not found (re-exported further) is judged by its whole module, as before."""
+    not found (re-exported further, or a module that does not parse) is judged by its whole
+    module's text, as before."""
     try:
         data = read_bytes(path) if path else b""
     except OSError:
         return False
-    texts = [data]
-    folder = os.path.dirname(path or "")
-    for dots, sub in STAR_IMPORT.findall(data)[:8]:
-        if len(dots) == 1 and sub:
-            with contextlib.suppress(OSError):
-                texts.append(read_bytes(os.path.join(folder, *sub.decode().split(".")) + ".py"))
-    blocks = _top_level_blocks(texts)
-    block = blocks.get(name.encode())
-    if block is None:
+    texts, blocks = [data], {}
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        tree = None
+    stars = [
+        node.module
+        for node in (tree.body if tree else [])
+        if isinstance(node, ast.ImportFrom)
+        and node.level == 1
+        and node.module
+        and any(a.name == "*" for a in node.names)
+    ]
+    for module in stars:
+        sibling = os.path.join(os.path.dirname(path or ""), *module.split(".")) + ".py"
+        with contextlib.suppress(OSError, SyntaxError, ValueError):
+            text = read_bytes(sibling)
+            texts.append(text)
+            _add_blocks(blocks, ast.parse(text), text)
+    if tree is not None:
+        _add_blocks(blocks, tree, data)
+    if name not in blocks:
         return any(w in t for t in texts for w in RANK_WORDS)
-    if any(w in block for w in RANK_WORDS):
-        return True
-    named = set(IDENTIFIER.findall(block)) - {name.encode()}
-    return any(w in blocks[n] for n in named if n in blocks for w in RANK_WORDS)
+    named = {n.id for n in ast.walk(blocks[name][0]) if isinstance(n, ast.Name)}
+    return any(_names_a_rank(*blocks[n]) for n in named | {name} if n in blocks)
 
 
-IDENTIFIER = re.compile(rb"\b[A-Za-z_]\w*")
-TOP_LEVEL_DEF = re.compile(rb"^(?:async def|def|class)\s+([A-Za-z_]\w*)", re.MULTILINE)
-# The next line that starts in the first column and is not a comment or a closing bracket.
-NEXT_TOP_LEVEL = re.compile(rb"\n(?=[^\s#)\]}])")
+def _add_blocks(blocks: dict[str, tuple[ast.AST, bytes]], tree: ast.Module, text: bytes) -> None:
+    """Each top-level function and class of a module, by name, with its module's text; the
+    module's own definitions win over those of the siblings it star-imports."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            blocks[node.name] = (node, text)
 
 
-def _top_level_blocks(texts: list[bytes]) -> dict[bytes, bytes]:
-    """The source of each top-level function and class, by name, the first definition kept."""
-    blocks: dict[bytes, bytes] = {}
-    for text in texts:
-        for match in TOP_LEVEL_DEF.finditer(text):
-            tail = NEXT_TOP_LEVEL.search(text, match.end())
-            blocks.setdefault(match.group(1), text[match.start() : tail.start() if tail else None])
-    return blocks
+def _names_a_rank(node: ast.AST, text: bytes) -> bool:
+    lines = text.splitlines()[node.lineno - 1 : node.end_lineno]  # type: ignore[attr-defined]
+    return any(w in line for line in lines for w in RANK_WORDS)
 
 
 def _loader_name(index: ModuleIndex, call: ast.Call) -> str:
