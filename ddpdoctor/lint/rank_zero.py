@@ -515,8 +515,9 @@ def _after_init(index: ModuleIndex) -> list[tuple[ast.Call, ast.AST, ast.Call]]:
 def _module_level_of_a_rank_script(index: ModuleIndex) -> list[tuple[ast.Call, ast.AST, ast.Call]]:
     """A script that sets the group up (in a function or at its top) and spawns nothing is
     started once per rank by its launcher (torchrun): its top-level statements run on every
-    rank too, before the set-up as much as after it (mt-dnn's `create_logger(..., log_file=...)`). Only their
-    own writes: the functions of this file they call are judged where the set-up is."""
+    rank too, before the set-up as much as after it (mt-dnn's `create_logger(...,
+    log_file=...)`). Only their own writes: the functions of this file they call are judged
+    where the set-up is."""
     if not index.has_main_guard or index.spawn_targets:
         return []
     points = _init_points(index)

@@ -221,10 +221,15 @@ def _loader_name(index: ModuleIndex, call: ast.Call) -> str:
     return ""
 
 
+def _name_words(index: ModuleIndex, call: ast.Call) -> list[str]:
+    """The words of the name a loader is kept under: `self.dl_train` -> self, dl, train."""
+    return [w for w in re.split(r"[^a-z0-9]+", _loader_name(index, call)) if w]
+
+
 def _is_training_loader(index: ModuleIndex, call: ast.Call) -> bool:
     """Named for training (`train_loader`, `self.dl_train`) or shuffling, and not named for
     evaluation. Names are compared word by word: `constrained` is not `train`."""
-    words = [w for w in re.split(r"[^a-z0-9]+", _loader_name(index, call)) if w]
+    words = _name_words(index, call)
     if any(w.startswith(EVAL_PREFIXES) and w != "device" for w in words):
         return False
     if any(w.startswith("train") for w in words):
@@ -249,8 +254,7 @@ def _beside_a_sharded_training_loader(index: ModuleIndex, call: ast.Call) -> boo
         sampler = kwarg(other, "sampler") or _positional(other, 3)
         if sampler is None or _unsharded(index, sampler):
             continue
-        words = [w for w in re.split(r"[^a-z0-9]+", _loader_name(index, other)) if w]
-        if any(w.startswith("train") for w in words):
+        if any(w.startswith("train") for w in _name_words(index, other)):
             return True
     return False
 
