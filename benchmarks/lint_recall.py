@@ -98,6 +98,9 @@ CONTAMINATED = {
     ("fresh10", "DDL003"),
     # DDL004: Group-Contextualization's merged-dict restore, a fresh10 miss read first.
     ("fresh10", "DDL004"),
+    # Session 11, DDL004: VoiceCraft's trainer handed the global rank by its launcher, a fresh8
+    # miss read first.
+    ("fresh8", "DDL004"),
 }
 
 

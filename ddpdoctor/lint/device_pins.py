@@ -411,15 +411,21 @@ def _global_rank_moves(index: ModuleIndex) -> list[Hit]:
         if arg is None or isinstance(arg, ast.Constant) or device_value(index, arg):
             continue  # `.to(device)` of a `torch.device(...)`: reported where that is made
         if rank_kind(index, arg) == {"global"}:
-            hits.append(
-                Hit(
-                    call,
-                    "DDL004",
-                    "the global RANK used as a device: on a second node it names a GPU that is not "
-                    "there (use LOCAL_RANK)",
-                )
-            )
+            hits.append(Hit(call, "DDL004", GLOBAL_RANK_DEVICE))
+    for call in index.calls:
+        # `torch.tensor(x, device=rank)`, `torch.zeros(n, device=self.rank)`
+        arg = kwarg(call, "device")
+        if arg is None or isinstance(arg, ast.Constant) or device_value(index, arg):
+            continue
+        if isinstance(arg, (ast.Name, ast.Attribute)) and rank_kind(index, arg) == {"global"}:
+            hits.append(Hit(call, "DDL004", GLOBAL_RANK_DEVICE))
     return hits
+
+
+GLOBAL_RANK_DEVICE = (
+    "the global RANK used as a device: on a second node it names a GPU that is not there "
+    "(use LOCAL_RANK)"
+)
 
 
 def _branches(index: ModuleIndex, node: ast.AST) -> set[tuple[str, bool]]:

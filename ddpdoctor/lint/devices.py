@@ -5,6 +5,7 @@ bare `.cuda()` with no set_device (every rank lands on GPU 0)."""
 from __future__ import annotations
 
 import ast
+import os
 
 from ddpdoctor.lint.finding import Hit
 from ddpdoctor.lint.guards import rank0_only
@@ -13,6 +14,7 @@ from ddpdoctor.lint.index import (
     UNKNOWN,
     ModuleIndex,
     dotted,
+    has_star_args,
     kwarg,
     last_name,
     position,
@@ -178,6 +180,8 @@ def rank_kind(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> set[s
         passed = index.passed_args(expr) if all(v is UNKNOWN for v in values) else None
         if passed:  # a parameter: what this file's callers pass (`train(rank)`, rank from SLURM)
             values = [UNKNOWN if arg is None else arg for arg in passed]
+        elif passed == [] and (elsewhere := _passed_elsewhere(index, expr, depth)):
+            return elsewhere  # no call here: what the project's DDP programs pass
         kinds: set[str] = set()
         for v in values:
             kinds |= {"unknown"} if v is UNKNOWN else rank_kind(index, v, depth + 1)
@@ -189,6 +193,43 @@ def rank_kind(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> set[s
             return {"global"}
         return kinds or {"unknown"}
     return {"unknown"}
+
+
+def _passed_elsewhere(index: ModuleIndex, name: ast.AST, depth: int) -> set[str]:
+    """The kind of rank the project's DDP programs pass for a parameter of a function or a
+    class of this module that no call here makes (VoiceCraft's main.py builds
+    `Trainer(args, world_size, rank)` after `rank = dist.get_rank()`, and the trainer's
+    constructor keeps `self.rank` as its device): read from each program that imports this
+    module and calls it by name. Empty when none does."""
+    project, path = index.project, index.path
+    scope = index.scope_of(name)
+    if project is None or path is None or not isinstance(name, ast.Name):
+        return set()
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return set()
+    cls = index.enclosing_class(scope)
+    if cls is not None and scope.name == "__init__" and index.parent(cls) is index.tree:
+        callee = cls.name
+    elif cls is None and index.parent(scope) is index.tree:
+        callee = scope.name
+    else:
+        return set()
+    params = [a.arg for a in (*scope.args.posonlyargs, *scope.args.args)]
+    if cls is not None:
+        params = params[1:]  # self
+    key = os.path.abspath(path)
+    if not project.in_ddp_program(key):
+        return set()
+    kinds: set[str] = set()
+    for program in sorted(project.ddp_importers.get(key, ())):
+        caller = project.index_of(program) if program != key else None
+        for call in caller.calls_named(callee) if caller is not None else ():
+            arg = kwarg(call, name.id)
+            if arg is None and name.id in params and not has_star_args(call):
+                at = params.index(name.id)
+                arg = call.args[at] if at < len(call.args) else None
+            kinds |= rank_kind(caller, arg, depth + 1) if arg is not None else {"unknown"}
+    return kinds
 
 
 def _joined_as_local(index: ModuleIndex, depth: int) -> bool:
@@ -238,9 +279,9 @@ def _single(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> ast.AST
 def device_value(index: ModuleIndex, expr: ast.AST) -> bool:
     """A name whose every value is a `torch.device(...)` made from a rank (DDL004 reports the
     global-rank ones where they are made)."""
-    if not isinstance(expr, ast.Name):
+    if not isinstance(expr, (ast.Name, ast.Attribute)) or (key := dotted(expr)) is None:
         return False
-    values = _reaching(index, expr) or index.values_of(expr.id, expr)
+    values = _reaching(index, expr) or index.values_of(key, expr)
     return bool(values) and all(
         isinstance(v, ast.Call) and index.callee_name(v) == "device" and v.args for v in values
     )

@@ -296,6 +296,11 @@ class ModuleIndex:
 
     def _bind(self, target: ast.AST, value: ast.expr | None, scope: ast.AST) -> None:
         if isinstance(target, (ast.Tuple, ast.List)):
+            pairs = isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts)
+            if pairs and not any(type(e) is ast.Starred for e in (*target.elts, *value.elts)):
+                for elt, part in zip(target.elts, value.elts, strict=True):  # `a, b = x, y`
+                    self._bind(elt, part, scope)
+                return
             for elt in target.elts:
                 self._bind(elt, None, scope)
             return

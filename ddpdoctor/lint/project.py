@@ -644,6 +644,7 @@ class Project:
         self.parsed: set[str] = set()  # files parsed here without error: no need to again
         self.trees: dict[str, ast.Module] = {}  # of those, the ones the checks will read
         self.pending: set[str] = set()  # files the engine is still to lint (absolute paths)
+        self.indexes: dict[str, ModuleIndex | None] = {}  # see index_of
 
     # -- files --------------------------------------------------------------------------------
     def _inside(self, path: str) -> bool:
@@ -951,6 +952,21 @@ class Project:
                     reach.setdefault(hit, set()).update(reach[module])
             self._ddp_modules = set(wanted) | second  # a DDP file imported by another counts too
         return os.path.abspath(path) in self._ddp_modules
+
+    def index_of(self, path: str) -> ModuleIndex | None:
+        """A fresh index of a module of the project, kept: its tree went when it was linted,
+        and few modules are asked of again (a program for the classes it builds, a caller for
+        what it passes)."""
+        key = os.path.abspath(path)
+        if key not in self.indexes:
+            try:
+                tree = ast.parse(read_bytes(key), filename=key)
+            except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+                self.indexes[key] = None
+            else:
+                index = self.indexes[key] = ModuleIndex(tree)
+                index.path, index.project = key, self
+        return self.indexes[key]
 
     def programs_reaching(self, path: str) -> set[str]:
         """The files that set up or use DDP and import this module, up to three steps away
