@@ -86,6 +86,19 @@ def _load_without_map_location(index: ModuleIndex) -> list[Hit]:
     return hits
 
 
+# A function that resumes a run (`resume_checkpoint`, `load_ckpt`, `restore`), not one that
+# builds a model from published weights (`resnet50(pretrained=True)`, `load_pretrained`):
+# those are mostly saved from the CPU, and a model zoo is no resume helper.
+RESUME_WORDS = ("resume", "checkpoint", "ckpt", "restore")
+
+
+def _resumes(index: ModuleIndex, load: ast.AST) -> bool:
+    """A load in a function named for resuming, whose path says nothing of pretraining."""
+    name = getattr(index.scope_of(load), "name", "").lower()
+    text = ast.unparse(load).lower()
+    return any(w in name for w in RESUME_WORDS) and "pretrain" not in name + text
+
+
 def _per_rank_path(index: ModuleIndex, path: ast.AST, depth: int = 0) -> bool:
     if any(w in ast.unparse(path).lower() for w in RANK_IN_PATH):
         return True
@@ -516,10 +529,13 @@ def check(index: ModuleIndex) -> list[Hit]:
     if index.uses_framework:
         return []
     if not index.is_ddp_script:
-        # A trainer module a DDP program imports: its loads run on every rank too.
-        if not index.in_ddp_program:
+        # A trainer module a DDP program imports: its loads run on every rank too, and so do
+        # a resume helper's.
+        if index.in_ddp_program:
+            return _load_without_map_location(index) + _global_rank_moves(index)
+        if not index.restores_in_program:
             return []
-        return _load_without_map_location(index) + _global_rank_moves(index)
+        return [h for h in _load_without_map_location(index) if _resumes(index, h.node)]
     return (
         _load_without_map_location(index)
         + _several_devices(index)

@@ -141,16 +141,23 @@ def lint_source(
             if project is not None:
                 project.remember(tree, path, source)
             return notes
-        if not _trains_in_program(source, path, project) and not project.may_reach_init(tree, path):
-            # no loop, and no call that sets a group up
+        if (
+            not _trains_in_program(source, path, project)
+            and not _restores_in_program(source, path, project)
+            and not project.may_reach_init(tree, path)
+        ):
+            # no loop, no restore, and no call that sets a group up
             project.remember(tree, path, source)
             return notes
         index = _indexed(tree, path, project)
         project.remember(tree, path, source)
         if not index.all_init_calls:
-            if not index.in_ddp_program:
+            if index.in_ddp_program:
+                checks = PROGRAM_LOOP_CHECKS
+            elif index.restores_in_program:
+                checks = [device_pins.check]  # a resume helper: its loads
+            else:
                 return notes
-            checks = PROGRAM_LOOP_CHECKS
     if index is None:
         index = _indexed(tree, path, project)
         if project is not None:
@@ -193,6 +200,13 @@ def _trains_in_program(source: str, path: str, project: Project) -> bool:
     return "backward(" in source and project.in_ddp_program(path)
 
 
+def _restores_in_program(source: str, path: str, project: Project) -> bool:
+    """A module that restores a checkpoint (`torch.load` and `load_state_dict`) and that a
+    DDP program of the project imports: a resume helper, which every rank runs (each needs the
+    weights), so its loads are every rank's (DDL004)."""
+    return "torch.load(" in source and "load_state_dict" in source and project.in_ddp_program(path)
+
+
 def _writing_link(source: str, project: Project) -> bool:
     """A module that writes something and imports a set-up module of the project."""
     return any(w in source for w in WRITE_WORDS) and project.links_to(source)
@@ -209,7 +223,7 @@ def _program_loop(source: str, path: str, project: Project) -> bool:
         ".backward(" in source  # `loss.backward()`; not `def backward(ctx, grad)`
         and any(w in source for w in LOOP_EFFECT_WORDS)
         and project.in_ddp_program(path)
-    )
+    ) or _restores_in_program(source, path, project)
 
 
 def _main_guard(tree: ast.Module) -> bool:

@@ -414,6 +414,16 @@ class ModuleIndex:
         return self.project.in_ddp_program(self.path)
 
     @cached_property
+    def restores_in_program(self) -> bool:
+        """A module that restores checkpoints (`torch.load` and `load_state_dict`) and that a
+        data-parallel program of the project imports: a resume helper every rank runs."""
+        if self.is_ddp_script or self.project is None or self.path is None:
+            return False
+        if not (self.calls_by_name.get("load") and self.calls_by_name.get("load_state_dict")):
+            return False
+        return self.project.in_ddp_program(self.path)
+
+    @cached_property
     def training_calls(self) -> list[ast.Call]:
         """The calls that run backward: `loss.backward()`, and calls of this file's functions
         that do, directly or through others."""
