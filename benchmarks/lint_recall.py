@@ -101,6 +101,8 @@ CONTAMINATED = {
     # Session 11, DDL004: VoiceCraft's trainer handed the global rank by its launcher, a fresh8
     # miss read first.
     ("fresh8", "DDL004"),
+    # Session 11, DDL006: CBIM's level chosen by the rank in a helper (fresh8 false alarms).
+    ("fresh8", "DDL006"),
 }
 
 

@@ -501,20 +501,41 @@ def _function_facts(
     direct effects, local callees, imported callees (`imported`: the module's import names)."""
     facts = FuncFacts()
     other_samplers = False
+    ranked: set[str] = set()  # names given a value chosen by the rank (`level = INFO if ...`)
+    setups: list[ast.Call] = []
     for root in (func, *parts):
         into = facts if root is func else FuncFacts()
         for node in _nodes(root):
             if isinstance(node, ast.Call):
                 other_samplers |= _call_fact(into, node, func, names, imported)
-            elif isinstance(node, ast.Assign) and any(
-                dotted(t) in PRINT_TARGETS for t in node.targets
-            ):
-                into.direct.add("silence_print")
+                if root is func and _last(node.func) in LOG_SETUP:
+                    setups.append(node)
+            elif isinstance(node, ast.Assign):
+                if any(dotted(t) in PRINT_TARGETS for t in node.targets):
+                    into.direct.add("silence_print")
+                elif (
+                    len(node.targets) == 1
+                    and type(node.targets[0]) is ast.Name
+                    and isinstance(node.value, ast.IfExp)
+                    and _rank_test(node.value)
+                ):
+                    ranked.add(node.targets[0].id)
             elif isinstance(node, ast.If) and _rank_test(node):
                 into.direct.add("rank_aware")
         if into is not facts:
             _merge_part(facts, into)
+    if ranked and any(_passes_one_of(c, ranked) for c in setups):
+        # `level = logging.INFO if rank in {-1, 0} else logging.WARNING`, then
+        # `logging.basicConfig(level=level, ...)`: the program's log calls are rank 0's
+        facts.direct.add("rank_logging")
     return _finish(facts, func, other_samplers)
+
+
+def _passes_one_of(call: ast.Call, names: set[str]) -> bool:
+    return any(
+        type(arg) is ast.Name and arg.id in names
+        for arg in (*call.args, *(k.value for k in call.keywords))
+    )
 
 
 OBJECT_OWN = frozenset({"dist_sampler", "set_epoch"})
