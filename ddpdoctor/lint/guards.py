@@ -384,9 +384,31 @@ def _rank0_flag(index: ModuleIndex, test: ast.AST) -> bool:
         if not isinstance(atom, (ast.Name, ast.Attribute)):
             continue
         values = index.values_of(dotted(atom) or "", atom)
+        if not values and isinstance(atom, ast.Attribute):
+            values = _flags_by_key(index).get(atom.attr, [])
         if values and all(isinstance(v, ast.expr) and implies_rank0(v) for v in values):
             return True
     return False
+
+
+def _flags_by_key(index: ModuleIndex) -> dict[str, list[ast.expr]]:
+    """What each config key is assigned anywhere in the file, by the key alone, through an
+    item or an attribute: FourCastNet sets `params['log_to_wandb'] = (world_rank == 0) and
+    ...` in main and its Trainer tests `self.params.log_to_wandb` (a config object that reads
+    items as attributes)."""
+    found = index.__dict__.get("_flags_by_key")
+    if found is None:
+        found = index.__dict__["_flags_by_key"] = {}
+        for node in ast.walk(index.tree):
+            if not isinstance(node, ast.Assign):
+                continue
+            for target in node.targets:
+                key = target.attr if isinstance(target, ast.Attribute) else None
+                if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant):
+                    key = target.slice.value if isinstance(target.slice.value, str) else None
+                if key is not None:
+                    found.setdefault(key, []).append(node.value)
+    return found
 
 
 def _after_early_exit(container: ast.AST, child: ast.AST) -> bool:
