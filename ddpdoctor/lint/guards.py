@@ -383,12 +383,38 @@ def _rank0_flag(index: ModuleIndex, test: ast.AST) -> bool:
     for atom in atoms:
         if not isinstance(atom, (ast.Name, ast.Attribute)):
             continue
+        if isinstance(atom, ast.Attribute) and atom.attr in _switched_on_rank0(index):
+            return True
         values = index.values_of(dotted(atom) or "", atom)
         if not values and isinstance(atom, ast.Attribute):
             values = _flags_by_key(index).get(atom.attr, [])
         if values and all(isinstance(v, ast.expr) and implies_rank0(v) for v in values):
             return True
     return False
+
+
+def _switched_on_rank0(index: ModuleIndex) -> set[str]:
+    """Attributes switched on (`opt.log = True`) only in the rank-0 branch of a rank test:
+    in this file, or in a helper of the project it calls (HybrIK's init_dist sets `opt.log`
+    so, and its script guards every write with `if opt.log:`)."""
+    found = index.__dict__.get("_switched_on_rank0")
+    if found is None:
+        from ddpdoctor.lint.project import RANK_FLAG, _switches_on, program_effects, rank0_branch
+
+        on, off = set(), set()
+        blessed: set[int] = set()
+        for node in ast.walk(index.tree):
+            if isinstance(node, ast.If):
+                blessed.update(id(n) for n in rank0_branch(node) if _switches_on(n))
+            elif _switches_on(node):
+                (on if id(node) in blessed else off).add(node.targets[0].attr)  # type: ignore[attr-defined]
+        found = on - off
+        if index.project is not None:
+            found |= {
+                e[len(RANK_FLAG) :] for e in program_effects(index) if e.startswith(RANK_FLAG)
+            }
+        index.__dict__["_switched_on_rank0"] = found
+    return found
 
 
 def _flags_by_key(index: ModuleIndex) -> dict[str, list[ast.expr]]:

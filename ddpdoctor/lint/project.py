@@ -503,6 +503,8 @@ def _function_facts(
     other_samplers = False
     ranked: set[str] = set()  # names given a value chosen by the rank (`level = INFO if ...`)
     setups: list[ast.Call] = []
+    switched_on: list[tuple[str, int]] = []  # (attribute, id of the `x.attr = True` statement)
+    on_rank0: set[int] = set()  # of those, the ones a rank-0 `if` holds directly
     for root in (func, *parts):
         into = facts if root is func else FuncFacts()
         for node in _nodes(root):
@@ -511,6 +513,8 @@ def _function_facts(
                 if root is func and _last(node.func) in LOG_SETUP:
                     setups.append(node)
             elif isinstance(node, ast.Assign):
+                if root is func and _switches_on(node):
+                    switched_on.append((node.targets[0].attr, id(node)))  # type: ignore[attr-defined]
                 if any(dotted(t) in PRINT_TARGETS for t in node.targets):
                     into.direct.add("silence_print")
                 elif (
@@ -522,13 +526,40 @@ def _function_facts(
                     ranked.add(node.targets[0].id)
             elif isinstance(node, ast.If) and _rank_test(node):
                 into.direct.add("rank_aware")
+                on_rank0.update(id(n) for n in rank0_branch(node) if _switches_on(n))
         if into is not facts:
             _merge_part(facts, into)
+    off_rank0 = {attr for attr, at in switched_on if at not in on_rank0}
+    for attr in {attr for attr, _ in switched_on} - off_rank0:
+        # `if opt.rank == 0: opt.log = True else: opt.log = False` in the set-up helper
+        # (HybrIK's init_dist): the caller's `if opt.log:` is a rank-0 test
+        facts.direct.add(RANK_FLAG + attr)
     if ranked and any(_passes_one_of(c, ranked) for c in setups):
         # `level = logging.INFO if rank in {-1, 0} else logging.WARNING`, then
         # `logging.basicConfig(level=level, ...)`: the program's log calls are rank 0's
         facts.direct.add("rank_logging")
     return _finish(facts, func, other_samplers)
+
+
+RANK_FLAG = "rank_flag:"  # a fact: this attribute is switched on on rank 0 only
+
+
+def _switches_on(node: ast.AST) -> bool:
+    """`opt.log = True`: an attribute switched on."""
+    return (
+        type(node) is ast.Assign
+        and len(node.targets) == 1
+        and type(node.targets[0]) is ast.Attribute
+        and type(node.value) is ast.Constant
+        and node.value.value is True
+    )
+
+
+def rank0_branch(node: ast.If) -> list[ast.stmt]:
+    """The statements of a rank `if` that only rank 0 runs (its body, or its else)."""
+    if implies_rank0(node.test):
+        return node.body
+    return node.orelse if implies_rank0(node.test, True) else []
 
 
 def _passes_one_of(call: ast.Call, names: set[str]) -> bool:
