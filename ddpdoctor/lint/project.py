@@ -453,7 +453,7 @@ def _call_fact(facts: FuncFacts, node: ast.Call, func: ast.AST, names: set[str],
             facts.direct.add(effect)
     elif last in LOG_SETUP:
         facts.direct.add("rank_logging" if passes_rank(node) else "log_setup")
-    elif last in ("get_rank", "get_local_rank"):
+    elif last in ("get_rank", "get_local_rank", "get_global_rank"):
         facts.direct.add("reads_rank")
     elif last == "set_epoch":
         facts.direct.add("set_epoch")

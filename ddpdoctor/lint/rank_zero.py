@@ -6,7 +6,9 @@ silence print off rank 0 keep it quiet."""
 from __future__ import annotations
 
 import ast
+import re
 
+from ddpdoctor.lint.files import read_bytes
 from ddpdoctor.lint.finding import Hit
 from ddpdoctor.lint.guards import (
     asked_before_init,
@@ -212,7 +214,45 @@ def _rank_aware_logging(index: ModuleIndex) -> bool:
                 return True
     if any(index.aliases.get(n) in RANK_AWARE_LOGGERS for n in index.calls_by_name):
         return True  # icefall's setup_logger: a log file per rank, the rank in its name
+    if any(_handed_the_rank(index, name) for name in index.calls_by_name if "log" in name.lower()):
+        return True
     return "devnull" in index.attr_names or "rank_logging" in program_effects(index)
+
+
+def _handed_the_rank(index: ModuleIndex, name: str) -> bool:
+    """A logging set-up we cannot read (a library's, a submodule absent from the tree) handed
+    the rank (`setup_logger_dist(cfg.log_path, cfg.rank)`, detectron2's
+    `setup_logger(distributed_rank=rank)`): it sets the logging up per rank. One of the project
+    is judged by what it does (`rank_logging`), not by its arguments (CuiJiali's own
+    `Logger(save, local_rank)` opens the shared log.txt on every rank)."""
+    lowered = name.lower()
+    if not ("logger" in lowered or "logging" in lowered) or name in index.functions:
+        return False
+    return any(
+        passes_rank(call)
+        and imported_name(index, call.func) is None
+        and project_target(index, call) is None
+        and not _star_imported_from_project(index, name)
+        for call in index.calls_by_name[name]
+    )
+
+
+def _star_imported_from_project(index: ModuleIndex, name: str) -> bool:
+    """Whether a module of the project that this file star-imports (`from utils import *`)
+    defines the name at its top level."""
+    project, path = index.project, index.path
+    if project is None or path is None:
+        return False
+    defines = re.compile(rb"(?m)^(?:class|def)[ \t]+" + re.escape(name.encode()) + rb"\b")
+    for key, (module, level, star) in index.from_imports.items():
+        found = project.module_path(path, module, level) if key.startswith("*") else None
+        if star == "*" and found is not None:
+            try:
+                if defines.search(read_bytes(found)):
+                    return True
+            except OSError:
+                continue
+    return False
 
 
 def _plain_logger_here(index: ModuleIndex, recv: ast.expr) -> bool:
@@ -298,15 +338,17 @@ def _given_log_file(index: ModuleIndex, call: ast.Call, effects: frozenset[str] 
     args = [*call.args, *(k.value for k in call.keywords)]
     if passes_rank(call) or any(rank0_name(n) for a in args for n in ast.walk(a)):
         return False
+    found = project_target(index, call)
+    facts = found[0].functions.get(found[1]) if found else None
+    if facts is not None and RANK_FACTS & facts.direct:
+        return False  # it asks the rank itself (lingua's init_logger: a file on rank 0 only)
     if any(
         isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith(LOG_SUFFIXES)
         for a in args
         for n in ast.walk(a)
     ):
         return True
-    found = project_target(index, call)
-    facts = found[0].functions.get(found[1]) if found else None
-    if facts is None or "opens_log" not in facts.direct or RANK_FACTS & facts.direct:
+    if facts is None or "opens_log" not in facts.direct:
         return False
     if any(_may_be_none(index, a) or _chosen_by_rank(index, a) for a in args):
         # `args.log_path = None` (set only on the master), a level raised off rank 0: the
