@@ -883,18 +883,29 @@ class Project:
 
     def _stem_links(self, stem: bytes, depth: int) -> bool:
         """Whether a module of this name (any of the project's) is a link of such a chain, from
-        the import lines the scan kept; each name is judged once."""
+        the import lines the scan kept: a walk breadth first from it, at most MAX_DEPTH steps
+        from the importer, each name's answer kept. (A depth-first walk that kept "no" for a
+        name met again on a cycle made the answer depend on which name a set gave first.)"""
         if stem in self._judged:
             return self._judged[stem]
-        self._judged[stem] = False  # cycle guard
-        if depth <= MAX_DEPTH:
-            for words in self._stems.get(stem, ()):
-                if words & (self._links or set()) or any(
-                    self._stem_links(w, depth + 1) for w in words & self._stems.keys()
-                ):
-                    self._judged[stem] = True
+        links = self._links or set()
+        seen, frontier, found = {stem}, [stem], False
+        for _ in range(depth, MAX_DEPTH + 1):
+            ahead: list[bytes] = []
+            for name in frontier:
+                for words in self._stems.get(name, ()):
+                    if words & links:
+                        found = True
+                        break
+                    ahead += [w for w in words & self._stems.keys() if w not in seen]
+                    seen.update(ahead)
+                if found:
                     break
-        return self._judged[stem]
+            if found or not ahead:
+                break
+            frontier = ahead
+        self._judged[stem] = found
+        return found
 
     def _scan(self) -> None:
         """One walk over the project's files, on demand: which may start processes (kept with
@@ -1226,13 +1237,15 @@ class Project:
         out: set[str] = set()
         if facts is not None and depth <= MAX_DEPTH:
             out |= facts.direct
-            for callee in facts.local:
+            # In name order: a callee met again on a cycle adds nothing (the guard), so an
+            # order a set of names gives by its salted hash would change the answer.
+            for callee in sorted(facts.local):
                 out |= self.effects(mod, callee, depth + 1)
             for ref in facts.external:
                 found = self.resolve(mod, ref)
                 if found is not None:
                     out |= self.effects(found[0], found[1], depth + 1)
-            for callee in facts.part_local:
+            for callee in sorted(facts.part_local):
                 out |= self.effects(mod, callee, depth + 1) - OBJECT_OWN
             for ref in facts.part_external:
                 found = self.resolve(mod, ref)

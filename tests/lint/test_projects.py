@@ -256,3 +256,35 @@ def test_a_helper_starting_the_tracker_is_told_as_a_run_not_a_file() -> None:
     assert len(found) == 1
     assert "starts a tracker run (wandb.init)" in found[0].message
     assert "N ranks log the same run" in found[0].message
+
+
+CYCLE_PROBE = """
+import sys
+from ddpdoctor.lint.project import Project
+project = Project(sys.argv[1])
+print(project.links_to("import alpha\\n"), project.links_to("import beta\\n"))
+"""
+
+
+def test_an_import_cycle_is_judged_the_same_whatever_the_hash_order(tmp_path: Path) -> None:
+    """alpha imports beta and gamma, beta imports alpha back, gamma imports the set-up module:
+    beta leads to a set-up through alpha. A depth-first walk that kept "no" for beta when it met
+    it again on the cycle answered by the order a set gave (string hashing is salted per process),
+    so the probe runs under several hash seeds."""
+    (tmp_path / "alpha.py").write_text("import beta\nimport gamma\n")
+    (tmp_path / "beta.py").write_text("import alpha\n")
+    (tmp_path / "gamma.py").write_text("import setup_group\n")
+    (tmp_path / "setup_group.py").write_text(
+        "import torch.distributed as dist\n\n\ndef go():\n    dist.init_process_group('gloo')\n"
+    )
+    answers = {
+        subprocess.run(
+            [sys.executable, "-c", CYCLE_PROBE, str(tmp_path)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+        ).stdout.strip()
+        for seed in range(8)
+    }
+    assert answers == {"True True"}
