@@ -507,7 +507,10 @@ def _writes_after_init(index: ModuleIndex) -> list[Hit]:
     then write config.yaml), a write that follows the set-up call in the same function, or in
     a function of this file called after it, runs on every rank unless guarded."""
     hits: list[Hit] = []
-    for point, scope, call in _after_init(index) + _module_level_of_a_rank_script(index):
+    reimported = _module_level_of_a_spawning_script(index)
+    for point, scope, call in (
+        _after_init(index) + _module_level_of_a_rank_script(index) + reimported
+    ):
         # A function that guards some of its own work by rank is trusted with the rest.
         targets = [(call, None)] + [
             (inner, call)
@@ -521,7 +524,12 @@ def _writes_after_init(index: ModuleIndex) -> list[Hit]:
                 what = f"{dotted(write.func) or 'a helper'}(), which writes a file,"
             if what is None or (via is not None and guarded_locally(index, write)):
                 continue
-            if scope is index.tree:
+            if scope is index.tree and reimported:
+                when = (
+                    "at the top of the script, outside its `__main__` block: mp.spawn starts "
+                    "each worker by importing the script again"
+                )
+            elif scope is index.tree:
                 when = "at the top of a script that every rank runs"
             elif position(call) <= position(point):
                 when = f"in every process {scope.name}() starts"
@@ -570,6 +578,38 @@ def _module_level_of_a_rank_script(index: ModuleIndex) -> list[tuple[ast.Call, a
         for call in index.calls_by_scope.get(id(index.tree), ())
         if not guarded_locally(index, call) and not index.resolve_call(call)
     ]
+
+
+def _module_level_of_a_spawning_script(
+    index: ModuleIndex,
+) -> list[tuple[ast.Call, ast.AST, ast.Call]]:
+    """A script that starts its workers with torch.multiprocessing's spawn (always the
+    "spawn" start method): each worker imports the script again as `__mp_main__`, so what its
+    top level does outside the `__main__` block runs in the launcher and again in every rank
+    (MedSAM's sanity-check `savefig` and `wandb.init` at module level)."""
+    spawns = [
+        c
+        for c in index.calls_named("spawn", "start_processes")
+        if "multiprocessing" in index.qualname(c.func) or dotted(c.func) == "mp.spawn"
+    ]
+    if not spawns or not index.spawn_targets:
+        return []
+    return [
+        (spawns[0], index.tree, call)
+        for call in index.calls_by_scope.get(id(index.tree), ())
+        if not _under_main_guard(index, call)
+        and not guarded_locally(index, call)
+        and not index.resolve_call(call)
+    ]
+
+
+def _under_main_guard(index: ModuleIndex, node: ast.AST) -> bool:
+    return any(
+        isinstance(anc, ast.If)
+        and isinstance(anc.test, ast.Compare)
+        and dotted(anc.test.left) == "__name__"
+        for anc in index.ancestors(node)
+    )
 
 
 def note_built_classes(index: ModuleIndex) -> None:
