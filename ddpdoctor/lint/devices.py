@@ -13,8 +13,8 @@ from ddpdoctor.lint.index import (
     DDP_NAMES,
     UNKNOWN,
     ModuleIndex,
+    argument_for,
     dotted,
-    has_star_args,
     kwarg,
     last_name,
     position,
@@ -224,10 +224,7 @@ def _passed_elsewhere(index: ModuleIndex, name: ast.AST, depth: int) -> set[str]
     for program in sorted(project.ddp_importers.get(key, ())):
         caller = project.index_of(program) if program != key else None
         for call in caller.calls_named(callee) if caller is not None else ():
-            arg = kwarg(call, name.id)
-            if arg is None and name.id in params and not has_star_args(call):
-                at = params.index(name.id)
-                arg = call.args[at] if at < len(call.args) else None
+            arg = argument_for(call, params, name.id)
             kinds |= rank_kind(caller, arg, depth + 1) if arg is not None else {"unknown"}
     return kinds
 

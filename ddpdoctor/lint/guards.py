@@ -399,16 +399,12 @@ def _switched_on_rank0(index: ModuleIndex) -> set[str]:
     so, and its script guards every write with `if opt.log:`)."""
     found = index.__dict__.get("_switched_on_rank0")
     if found is None:
-        from ddpdoctor.lint.project import RANK_FLAG, _switches_on, program_effects, rank0_branch
+        from ddpdoctor.lint.project import RANK_FLAG, program_effects, rank0_switches, switches_on
 
-        on, off = set(), set()
-        blessed: set[int] = set()
-        for node in ast.walk(index.tree):
-            if isinstance(node, ast.If):
-                blessed.update(id(n) for n in rank0_branch(node) if _switches_on(n))
-            elif _switches_on(node):
-                (on if id(node) in blessed else off).add(node.targets[0].attr)  # type: ignore[attr-defined]
-        found = on - off
+        nodes = list(ast.walk(index.tree))
+        found = rank0_switches(
+            [n for n in nodes if isinstance(n, ast.If)], [n for n in nodes if switches_on(n)]
+        )
         if index.project is not None:
             found |= {
                 e[len(RANK_FLAG) :] for e in program_effects(index) if e.startswith(RANK_FLAG)

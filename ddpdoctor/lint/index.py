@@ -127,6 +127,16 @@ def import_key(alias: ast.alias, table: dict[str, object]) -> str:
     return f"*{sum(k.startswith('*') for k in table)}" if key == "*" else key
 
 
+def argument_for(call: ast.Call, params: list[str], name: str) -> ast.expr | None:
+    """What a call passes for the parameter `name`, by keyword or by position among `params`
+    (the positional ones, less `self`); None where it cannot be told (a default, `*args`)."""
+    arg = kwarg(call, name)
+    if arg is None and name in params and not has_star_args(call):
+        at = params.index(name)
+        arg = call.args[at] if at < len(call.args) else None
+    return arg
+
+
 def has_star_args(call: ast.Call) -> bool:
     """`f(*args)` / `f(**kwargs)`: any argument may be hiding in there."""
     return any(kw.arg is None for kw in call.keywords) or any(
@@ -613,14 +623,9 @@ class ModuleIndex:
         params = [a.arg for a in (*scope.args.posonlyargs, *scope.args.args)]
         if name.id not in params and name.id not in [a.arg for a in scope.args.kwonlyargs]:
             return None
-        passed: list[ast.expr | None] = []
-        for site in self.call_sites.get(scope, []):
-            arg = kwarg(site, name.id)
-            if arg is None and name.id in params and not has_star_args(site):
-                at = params.index(name.id) - (1 if params[0] in ("self", "cls") else 0)
-                arg = site.args[at] if 0 <= at < len(site.args) else None
-            passed.append(arg)
-        return passed
+        if params[:1] in (["self"], ["cls"]):
+            params = params[1:]
+        return [argument_for(site, params, name.id) for site in self.call_sites.get(scope, [])]
 
     @cached_property
     def spawn_targets(self) -> set[ast.AST]:

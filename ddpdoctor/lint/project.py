@@ -503,8 +503,8 @@ def _function_facts(
     other_samplers = False
     ranked: set[str] = set()  # names given a value chosen by the rank (`level = INFO if ...`)
     setups: list[ast.Call] = []
-    switched_on: list[tuple[str, int]] = []  # (attribute, id of the `x.attr = True` statement)
-    on_rank0: set[int] = set()  # of those, the ones a rank-0 `if` holds directly
+    switches: list[ast.Assign] = []  # `x.attr = True` (see rank0_switches)
+    rank_ifs: list[ast.If] = []
     for root in (func, *parts):
         into = facts if root is func else FuncFacts()
         for node in _nodes(root):
@@ -513,8 +513,8 @@ def _function_facts(
                 if root is func and _last(node.func) in LOG_SETUP:
                     setups.append(node)
             elif isinstance(node, ast.Assign):
-                if root is func and _switches_on(node):
-                    switched_on.append((node.targets[0].attr, id(node)))  # type: ignore[attr-defined]
+                if root is func and switches_on(node):
+                    switches.append(node)
                 if any(dotted(t) in PRINT_TARGETS for t in node.targets):
                     into.direct.add("silence_print")
                 elif (
@@ -526,11 +526,11 @@ def _function_facts(
                     ranked.add(node.targets[0].id)
             elif isinstance(node, ast.If) and _rank_test(node):
                 into.direct.add("rank_aware")
-                on_rank0.update(id(n) for n in rank0_branch(node) if _switches_on(n))
+                if root is func:
+                    rank_ifs.append(node)
         if into is not facts:
             _merge_part(facts, into)
-    off_rank0 = {attr for attr, at in switched_on if at not in on_rank0}
-    for attr in {attr for attr, _ in switched_on} - off_rank0:
+    for attr in rank0_switches(rank_ifs, switches):
         # `if opt.rank == 0: opt.log = True else: opt.log = False` in the set-up helper
         # (HybrIK's init_dist): the caller's `if opt.log:` is a rank-0 test
         facts.direct.add(RANK_FLAG + attr)
@@ -544,7 +544,7 @@ def _function_facts(
 RANK_FLAG = "rank_flag:"  # a fact: this attribute is switched on on rank 0 only
 
 
-def _switches_on(node: ast.AST) -> bool:
+def switches_on(node: ast.AST) -> bool:
     """`opt.log = True`: an attribute switched on."""
     return (
         type(node) is ast.Assign
@@ -555,11 +555,21 @@ def _switches_on(node: ast.AST) -> bool:
     )
 
 
-def rank0_branch(node: ast.If) -> list[ast.stmt]:
-    """The statements of a rank `if` that only rank 0 runs (its body, or its else)."""
-    if implies_rank0(node.test):
-        return node.body
-    return node.orelse if implies_rank0(node.test, True) else []
+def rank0_switches(ifs: Iterable[ast.If], switches: Iterable[ast.Assign]) -> set[str]:
+    """The attributes every one of whose switch-ons (see switches_on) lies directly in the
+    branch of one of these `if`s that only rank 0 runs (its body, or its else)."""
+    on_rank0: set[int] = set()
+    for node in ifs:
+        if implies_rank0(node.test):
+            branch = node.body
+        else:
+            branch = node.orelse if implies_rank0(node.test, True) else []
+        on_rank0.update(id(n) for n in branch)
+    attrs = {s.targets[0].attr: True for s in switches}  # type: ignore[attr-defined]
+    for s in switches:
+        if id(s) not in on_rank0:
+            attrs[s.targets[0].attr] = False  # type: ignore[attr-defined]
+    return {attr for attr, only_rank0 in attrs.items() if only_rank0}
 
 
 def _passes_one_of(call: ast.Call, names: set[str]) -> bool:
