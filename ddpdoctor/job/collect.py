@@ -33,6 +33,7 @@ from ddpdoctor.report.model import (
 )
 from ddpdoctor.report.ranks import fmt_ranks, ranks_txt
 from ddpdoctor.runfiles import (
+    ENTRY_TIMEOUT,
     CheckEntry,
     Gathered,
     Heartbeat,
@@ -189,6 +190,11 @@ def _judge_check(cid: str, entries: dict[int, CheckEntry], world: World) -> Chec
     )
 
 
+def _timed_out(entries: dict[int, CheckEntry], local: set[int]) -> bool:
+    """Whether a rank of this node ran into its deadline in a check (waiting for a peer)."""
+    return any(e.status == ENTRY_TIMEOUT for r, e in entries.items() if r in local)
+
+
 def assemble(
     run_dir: Path,
     spec: JobSpec,
@@ -225,6 +231,7 @@ def _assemble(
         rank_states.remote_view(files.gathered, order),
         order[-1] if order else None,
         files.gathered.liveness if files.gathered else None,
+        next((c for c in order if _timed_out(by_check.get(c, {}), local)), None),
     )
     if node_view:
         states = [s for s in states if s.rank in local]

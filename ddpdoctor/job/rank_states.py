@@ -63,6 +63,7 @@ def assess(
     remote: dict[int, Seen] | None = None,
     last_check: str | None = None,
     pulses: dict[int, Pulse] | None = None,
+    waited_in: str | None = None,
 ) -> list[RankState]:
     states = []
     o = outcome
@@ -76,7 +77,7 @@ def assess(
     for rank in sorted(known):
         doc, beat = docs.get(rank), beats.get(rank)
         if doc is None and beat is None and rank in remote:
-            states.append(remote_state(rank, remote[rank], last_check, pulses.get(rank)))
+            states.append(remote_state(rank, remote[rank], last_check, pulses.get(rank), waited_in))
             continue
         st = RankState(
             rank=rank,
@@ -148,8 +149,17 @@ def assess(
     return states
 
 
-def remote_state(rank: int, seen: Seen, last_check: str | None, pulse: Pulse | None) -> RankState:
-    """A rank known only through rank 0: its exchanges, and (after a failure) its pulse in the store."""
+def remote_state(
+    rank: int,
+    seen: Seen,
+    last_check: str | None,
+    pulse: Pulse | None,
+    waited_in: str | None = None,
+) -> RankState:
+    """A rank known only through rank 0: its exchanges, and (after a failure) its pulse in the
+    store. Without a pulse sample, how rank 0's own wait ended is the evidence: a peer that dies
+    closes its connections and rank 0 fails at once; one that is cut off or stuck lets rank 0 run
+    into its deadline (`waited_in`, the check where a rank on rank 0's node timed out)."""
     st = RankState(
         rank=rank, host=seen.host, pid=seen.pid, device=seen.device, last_check=seen.last_check
     )
@@ -157,7 +167,13 @@ def remote_state(rank: int, seen: Seen, last_check: str | None, pulse: Pulse | N
         st.state, st.detail = OK, "reported every check through rank 0"
         return st
     where = f"(see the output on {st.host or 'its node'})"
-    if pulse is None:
+    if pulse is None and waited_in:
+        st.state = HUNG
+        st.detail = (
+            f"stopped reporting after {seen.last_check} and rank 0 timed out waiting in "
+            f"{waited_in}: cut off or stuck (no pulse was sampled from the store) {where}"
+        )
+    elif pulse is None:
         st.state, st.detail = CRASHED, f"stopped reporting after {seen.last_check} {where}"
     elif pulse.alive or pulse.phase == "finished":
         st.state = OK

@@ -133,11 +133,18 @@ class Session:
         self.rec.folder.write_gathered(self.gathered)
 
     def sample_liveness(self) -> None:
-        """Rank 0 after a failure on a multi-node run: who is still alive, and where each is."""
-        if self.ctx.rank != 0 or self.rec.pulse is None:
+        """Rank 0 after a failure on a multi-node run: who is still alive, and where each is. A
+        pulse that could not start with the group (the store was slow to answer) is tried again
+        here: without a sample, remote ranks are judged only from how rank 0's wait ended."""
+        ctx = self.ctx
+        if ctx.rank != 0 or ctx.world_size <= ctx.local_world_size:
+            return
+        if self.rec.pulse is None and ctx.control is not None:
+            self.rec.pulse = _start_pulse(ctx, self.rec.folder.path)
+        if self.rec.pulse is None:
             return
         self.rec.phase("liveness", "sampling every node's pulse in the store")
-        view = self.rec.pulse.sample(self.ctx.world_size, self.ctx.local_world_size)
+        view = self.rec.pulse.sample(ctx.world_size, ctx.local_world_size)
         self.gathered.liveness = {int(r): Pulse(**v) for r, v in view.items()}
         self.rec.folder.write_gathered(self.gathered)
 

@@ -66,3 +66,14 @@ def test_a_crashed_rank_fails_when_the_launcher_first_saw_it_gone() -> None:
     assert [s.state for s in states] == ["crashed", "crashed"]
     assert [s.failed_at for s in states] == [7.0, 3.0]
     assert rank_states.root_cause(states).rank == 1
+
+
+def test_a_remote_rank_without_a_pulse_sample_is_judged_by_how_rank_0_waited() -> None:
+    """Rank 2 on another node stopped reporting after `env`. With no liveness sample, rank 0
+    running into its deadline says the peer was cut off or stuck; a quick failure says it died."""
+    seen = rank_states.Seen(host="node-c", pid=7, last_check="env")
+    hung = rank_states.remote_state(2, seen, "allreduce", None, waited_in="allreduce")
+    assert hung.state == "hung" and "cut off or stuck" in hung.detail
+    assert "rank 0 timed out waiting in allreduce" in hung.detail
+    crashed = rank_states.remote_state(2, seen, "allreduce", None)
+    assert crashed.state == "crashed" and "stopped reporting after env" in crashed.detail

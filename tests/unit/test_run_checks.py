@@ -171,3 +171,46 @@ def test_a_module_with_an_unknown_stage_is_refused(
     monkeypatch.setattr(registry, "_plugins", lambda: {"x": "somewhere.x"})
     with pytest.raises(TypeError, match="unknown STAGE"):
         registry.load("x")
+
+
+def test_a_pulse_that_could_not_start_with_the_group_is_started_for_the_sample(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rank 0 of a two-node run whose store did not answer when the group was made (a real
+    TCPStore, started only later, in the check that then times out): the liveness sample after the
+    timeout still happens, so the report can tell a cut-off node from a crashed one."""
+    import socket
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(port))
+    stores: list[Any] = []
+
+    def store_then_stuck(ctx: RankContext) -> dict[str, Any]:
+        stores.append(
+            dist.TCPStore(
+                "127.0.0.1",
+                port,
+                is_master=True,
+                timeout=timedelta(seconds=5),
+                wait_for_workers=False,
+            )
+        )
+        raise CollectiveTimeout("all_reduce did not complete within 2 s")
+
+    checks = {"group": fake("group", registry.CREATES_GROUP), "t": fake("t", run=store_then_stuck)}
+    folder = RunFolder(tmp_path, "n")
+    rec = Recorder(folder, 0, 0, "n")
+    ctx = RankContext(rank=0, world_size=2, local_rank=0, local_world_size=1, backend="gloo")
+    ctx.timeout = 2.0
+    spec = JobSpec(checks=list(checks), timeout=2, backend="gloo", nonce="n")
+    run_checks(ctx, rec, spec, checks=checks, share=FakePeer())
+    rec.finish()
+    live = folder.read_gathered().liveness
+    assert stores and sorted(live) == [0, 1] and live[0].alive
+    assert not live[1].alive and live[1].pulses == 0  # node 1 never pulsed: not alive
