@@ -291,7 +291,7 @@ def _global_rank_as_device(index: ModuleIndex) -> list[Hit]:
         if device is not None and rank_kind(index, device) == {"global"}:
             hits.append(
                 Hit(
-                    call,
+                    kwarg(call, "device_ids") or call,  # the mistake's line in a long call
                     "DDL004",
                     "device_ids uses the global RANK; on a second node it names a GPU that is not "
                     "there (use LOCAL_RANK)",
