@@ -9,8 +9,10 @@ out in turn (`heldout`, `fresh`, `fresh2`, ... `fresh9`), each from repositories
 used before, chosen and judged (by reading the code) before lint ran on them. Each script is
 linted in its repository's tree with that tree as --root, so helpers in other modules are read
 as they would be for a user. A finding counts as found when its rule and line match a verdict;
-any other finding of a checked rule in that script is a false alarm. Not a test: it prints
-numbers.
+any other finding of a checked rule in that script is a false alarm. Lines of one statement
+count as one place (a finding on a long call's first line matches a verdict on its argument).
+A verdict corrected after lint's findings on it were read (a path the judge missed) says so in
+its row's `rejudged` field, and the split's figure names it. Not a test: it prints numbers.
 
 Once lint changed after a part's misses or false alarms for a rule were seen, that part's figure
 for the rule is printed marked "contaminated" (CONTAMINATED below): only the newest part that no
@@ -20,6 +22,7 @@ change has seen is held out.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import sys
@@ -137,17 +140,49 @@ def score(rows: list[dict], trees: str) -> tuple[dict[str, dict[str, Tally]], li
             continue
         found: dict[str, set[int]] = defaultdict(set)
         for f in lint_files([script], root=tree):
-            found[f.code].add(f.line)
+            if os.path.abspath(f.path) == os.path.abspath(script):
+                found[f.code].add(f.line)
+        place = statement_lines(script)
         for code, verdict in row["verdicts"].items():
             expected = set() if verdict == "clean" else set(verdict)
+            hit = {place.get(n, n) for n in found[code]}
+            judged = {place.get(n, n) for n in expected}
             tally = tallies[row["split"]][code]
             tally.violations += len(expected)
-            tally.found += len(expected & found[code])
+            missed = sorted(n for n in expected if place.get(n, n) not in hit)
+            tally.found += len(expected) - len(missed)
             where = f"{row['repo']}:{row['path']}"
-            tally.missed += [f"{where}:{n}" for n in sorted(expected - found[code])]
+            tally.missed += [f"{where}:{n}" for n in missed]
             level = RULES_BY_CODE[code].level
-            tally.false_alarms += [f"{where}:{n} ({level})" for n in sorted(found[code] - expected)]
+            alarms = sorted(n for n in found[code] if place.get(n, n) not in judged)
+            tally.false_alarms += [f"{where}:{n} ({level})" for n in alarms]
     return tallies, missing
+
+
+def statement_lines(path: str) -> dict[int, int]:
+    """Each line of a statement mapped to the statement's first line (a compound statement's
+    header lines only): a verdict on `device_ids=[rank],` and a finding on the `DDP(` line above
+    it, in one call spread over lines, name the same mistake."""
+    try:
+        with open(path, "rb") as fh:
+            tree = ast.parse(fh.read())
+    except (SyntaxError, ValueError, OSError):
+        return {}
+    place: dict[int, int] = {}
+    simple: list[ast.stmt] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt):
+            continue
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body:
+            for n in range(node.lineno, body[0].lineno):
+                place[n] = node.lineno
+        else:
+            simple.append(node)
+    for node in simple:  # innermost: a simple statement holds no other
+        for n in range(node.lineno, (node.end_lineno or node.lineno) + 1):
+            place[n] = node.lineno
+    return place
 
 
 def fmt(value: float | None) -> str:
@@ -169,6 +204,13 @@ def report(tallies: dict[str, dict[str, Tally]], rows: list[dict], show: bool) -
             )
         fails = [a for t in tallies[split].values() for a in t.false_alarms if "(fail)" in a]
         print(f"fail-level false alarms: {len(fails)}")
+        rejudged = [r for r in rows if r["split"] == split and r.get("rejudged")]
+        if rejudged:
+            print(
+                f"re-judged after lint's findings were read: {len(rejudged)} script(s) "
+                f"({', '.join(r['repo'] + ':' + r['path'] for r in rejudged)}; why: their "
+                "`rejudged` field)"
+            )
         if show:
             for code in sorted(tallies[split]):
                 t = tallies[split][code]
