@@ -104,17 +104,24 @@ def _reaching(index: ModuleIndex, name: ast.AST) -> list[ast.AST]:
     that assigns `local_rank` differently in others); [] when there is none."""
     if not isinstance(name, ast.Name):
         return []
+    # Plain assignments of the name first (often none): the use's block only when there are.
+    assigns = [
+        (assign, value)
+        for _, value in index.bindings.get(name.id, ())
+        if isinstance(value, ast.AST) and isinstance(assign := index.parent(value), ast.Assign)
+    ]
+    if not assigns:
+        return []
     use = _statement(index, name)
     block = index.parent(use) if use is not None else None
+    at = position(use) if use is not None else (0, 0)
     best: tuple[tuple[int, int], ast.AST] | None = None
-    for _, value in index.bindings.get(name.id, ()):
-        if not isinstance(value, ast.AST):
+    for assign, value in assigns:
+        if index.parent(assign) is not block:
             continue
-        assign = index.parent(value)
-        if not isinstance(assign, ast.Assign) or index.parent(assign) is not block:
-            continue
-        if position(assign) < position(use) and (best is None or position(assign) > best[0]):
-            best = (position(assign), value)
+        where = position(assign)
+        if where < at and (best is None or where > best[0]):
+            best = (where, value)
     return [best[1]] if best else []
 
 

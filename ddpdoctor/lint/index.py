@@ -23,18 +23,18 @@ _LEAF_FIELDS = frozenset(
     {"ctx", "op", "ops", "id", "attr", "arg", "name", "asname", "module", "level", "kind"}
     | {"type_comment", "conversion", "is_async", "simple"}
 )
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def child_fields(node_type: type) -> tuple[str, ...]:
     """The fields of this node type that may hold child nodes (a constant's value does not)."""
-    fields = _CHILD_FIELDS.get(node_type)
+    fields = CHILD_FIELDS.get(node_type)
     if fields is None:
         leaf = node_type in (ast.Constant, ast.MatchSingleton)
         fields = tuple(
             f for f in node_type._fields if f not in _LEAF_FIELDS and not (leaf and f == "value")
         )
-        _CHILD_FIELDS[node_type] = fields
+        CHILD_FIELDS[node_type] = fields
     return fields
 
 
@@ -210,7 +210,7 @@ class ModuleIndex:
         node_type, list_type = ast.AST, list
         name_type, const_type, load_type = ast.Name, ast.Constant, ast.Load
         name_loads, strings = self.name_loads, self.strings
-        fields_of, pop, push = _CHILD_FIELDS.get, stack.pop, stack.append
+        fields_of, pop, push = CHILD_FIELDS.get, stack.pop, stack.append
         while stack:
             node, scope = pop()
             t = type(node)

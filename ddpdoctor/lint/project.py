@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from ddpdoctor.lint.files import read_bytes, skip_dir, unreadable_reason
 from ddpdoctor.lint.guards import implies_rank0, rank0_function
 from ddpdoctor.lint.index import (
+    CHILD_FIELDS,
     FUNC_TYPES,
     SPAWN_CALLS,
     ModuleIndex,
@@ -420,21 +421,25 @@ def _calls_and_imports(root: ast.AST) -> tuple[list[ast.Call], list[ast.Import |
     calls: list[ast.Call] = []
     imports: list[ast.Import | ast.ImportFrom] = []
     stack = [root]
-    name_type, const_type, node_type = ast.Name, ast.Constant, ast.AST
+    pop, push, fields_of = stack.pop, stack.append, CHILD_FIELDS.get
+    call_type, from_type, import_type = ast.Call, ast.ImportFrom, ast.Import
+    leaves, node_type, list_type = (ast.Name, ast.Constant, type(None)), ast.AST, list
     while stack:
-        node = stack.pop()
+        node = pop()
         t = type(node)
-        if t is ast.Call:
+        if t is call_type:
             calls.append(node)  # type: ignore[arg-type]
-        elif t is ast.ImportFrom or t is ast.Import:
+        elif t is from_type or t is import_type:
             imports.append(node)  # type: ignore[arg-type]
             continue  # only names below
-        for name in child_fields(t):
-            value = getattr(node, name, None)
-            for v in value if type(value) is list else (value,):
-                ct = type(v)
-                if ct is not name_type and ct is not const_type and isinstance(v, node_type):
-                    stack.append(v)
+        for name in fields_of(t) or child_fields(t):
+            value = getattr(node, name)
+            if type(value) is list_type:
+                for v in value:
+                    if type(v) not in leaves and isinstance(v, node_type):
+                        push(v)
+            elif type(value) not in leaves and isinstance(value, node_type):
+                push(value)
     return calls, imports
 
 
@@ -684,6 +689,7 @@ class Project:
         self._spawned: dict[str, set[tuple[str, str]]] = {}
         self._started: dict[str, tuple[set[bytes], list[tuple[bytes, bytes]]]] = {}
         self._isfile: dict[str, bool] = {}  # candidate files of imports, looked at once each
+        self._upwards: dict[tuple[str, str, bool], str | None] = {}  # see _upward
         self._listings: dict[str, frozenset[str] | None] = {}  # see _listing
         self._unjudged: dict[str, tuple[ModuleFacts, str]] = {}  # see remember
         # Project classes a DDP program builds on every rank after its set-up (see note_built)
@@ -730,23 +736,54 @@ class Project:
         if level:
             for _ in range(level - 1):
                 here = os.path.dirname(here)
-            bases = [here]
-        else:
-            bases = []
-            while self._inside(here):
-                bases.append(here)
-                if here == self.root:
-                    break
-                here = os.path.dirname(here)
-            # Last, the folders scripts put on sys.path themselves: a src layout, and the
-            # `lib/` that HRNet-style `_init_paths.py` files add.
-            bases += [os.path.join(b, extra) for b in list(bases) for extra in ("src", "lib")]
-        for base in bases:
-            stem = os.path.join(base, *parts)
-            cands = (stem + ".py",) if parts else ()
-            for cand in (*cands, os.path.join(stem, "__init__.py")):
-                if self._inside(cand) and self._exists(cand):
-                    return cand
+            return self._found_in(here, parts)
+        if not self._inside(here):
+            return None
+        # The folders from here up to the root, then the folders scripts put on sys.path
+        # themselves: a src layout, and the `lib/` that HRNet-style `_init_paths.py` files add.
+        return self._upward(here, module, parts, False) or self._upward(here, module, parts, True)
+
+    def _upward(self, folder: str, module: str, parts: list[str], extra: bool) -> str | None:
+        """The first of folder, its parent, ... the root holding the module (with `extra`, in
+        their src/ or lib/), remembered per folder: the scripts of one tree share the walk up."""
+        chain: list[str] = []
+        found: str | None = None
+        while True:
+            key = (folder, module, extra)
+            if key in self._upwards:
+                found = self._upwards[key]
+                break
+            chain.append(folder)
+            if extra:
+                found = self._found_in(os.path.join(folder, "src"), parts) or self._found_in(
+                    os.path.join(folder, "lib"), parts
+                )
+            else:
+                found = self._found_in(folder, parts)
+            if found is not None or folder == self.root:
+                break
+            folder = os.path.dirname(folder)
+            if not self._inside(folder):
+                break
+        for seen in chain:
+            self._upwards[(seen, module, extra)] = found
+        return found
+
+    def _found_in(self, base: str, parts: list[str]) -> str | None:
+        entries = self._listing(base) if parts else None
+        # Most candidates: no such name in the folder's listing (neither a folder nor a file).
+        head = parts[0] if parts else ""
+        if (
+            entries is not None
+            and head not in entries
+            and (parts[1:] or head + ".py" not in entries)
+        ):
+            return None
+        stem = os.path.join(base, *parts)
+        cands = (stem + ".py",) if parts else ()
+        for cand in (*cands, os.path.join(stem, "__init__.py")):
+            if self._inside(cand) and self._exists(cand):
+                return cand
         return None
 
     def _exists(self, file: str) -> bool:
