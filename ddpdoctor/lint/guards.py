@@ -401,10 +401,7 @@ def _switched_on_rank0(index: ModuleIndex) -> set[str]:
     if found is None:
         from ddpdoctor.lint.project import RANK_FLAG, program_effects, rank0_switches, switches_on
 
-        nodes = list(ast.walk(index.tree))
-        found = rank0_switches(
-            [n for n in nodes if isinstance(n, ast.If)], [n for n in nodes if switches_on(n)]
-        )
+        found = rank0_switches(index.ifs, [n for n in index.assigns if switches_on(n)])
         if index.project is not None:
             found |= {
                 e[len(RANK_FLAG) :] for e in program_effects(index) if e.startswith(RANK_FLAG)
@@ -421,9 +418,7 @@ def _flags_by_key(index: ModuleIndex) -> dict[str, list[ast.expr]]:
     found = index.__dict__.get("_flags_by_key")
     if found is None:
         found = index.__dict__["_flags_by_key"] = {}
-        for node in ast.walk(index.tree):
-            if not isinstance(node, ast.Assign):
-                continue
+        for node in index.assigns:
             for target in node.targets:
                 key = target.attr if isinstance(target, ast.Attribute) else None
                 if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant):

@@ -184,6 +184,7 @@ class ModuleIndex:
         self.returns: list[ast.Return] = []
         self.asserts: list[ast.Assert] = []
         self.ifs: list[ast.If] = []
+        self.assigns: list[ast.Assign] = []
         self.loops: list[ast.AST] = []
         self.aliases: dict[str, str] = {}
         # For following the project's own imports: local name -> (module, level, name) for
@@ -240,6 +241,7 @@ class ModuleIndex:
             elif t is ast.Attribute:
                 self.attr_names.add(node.attr)
             elif t is ast.Assign:
+                self.assigns.append(node)
                 for target in node.targets:
                     self._bind(target, node.value, scope)
             elif t is ast.AnnAssign or t is ast.NamedExpr:
