@@ -467,6 +467,7 @@ def _helper_samplers(index: ModuleIndex) -> list[Hit]:
         return []
     if not (_trains_here(index) or not project.mentions_set_epoch()):
         return []  # the loop is elsewhere (a Solver's train()), and may set the epoch there
+    getters: list[ast.Call] = []
     for call in sorted(index.calls, key=position):
         if index.resolve_call(call) or "dist_sampler" not in (external_effects(index, call) or ()):
             continue
@@ -478,17 +479,21 @@ def _helper_samplers(index: ModuleIndex) -> list[Hit]:
                 continue  # a loader class of the helper's may set the epoch itself
         except OSError:
             continue
-        name = dotted(call.func) or "a helper"
-        return [
-            Hit(
-                call,
-                "DDL003",
-                f"the loader from {name}() has a shuffling DistributedSampler, but "
-                f"{_stuck_note(index) or 'set_epoch(epoch) is never called'}: every epoch uses "
-                "the same order",
-            )
-        ]
-    return []
+        getters.append(call)
+    # The first loader got where the group is set up (the single-process path beside it,
+    # `train()` next to `train_distributed()`, builds no DistributedSampler), else the first.
+    setting_up = {id(index.scope_of(c)) for c in index.all_init_calls}
+    distributed = [c for c in getters if id(index.scope_of(c)) in setting_up][:1]
+    return [
+        Hit(
+            call,
+            "DDL003",
+            f"the loader from {dotted(call.func) or 'a helper'}() has a shuffling "
+            f"DistributedSampler, but {_stuck_note(index) or 'set_epoch(epoch) is never called'}: "
+            "every epoch uses the same order",
+        )
+        for call in (distributed or getters[:1])
+    ]
 
 
 # What a sampler that draws a new order says (torch's DistributedSampler: a seeded randperm).
