@@ -106,6 +106,11 @@ CONTAMINATED = {
     ("fresh8", "DDL004"),
     # Session 11, DDL006: CBIM's level chosen by the rank in a helper (fresh8 false alarms).
     ("fresh8", "DDL006"),
+    # Session 13: fresh9's DDL001 misses (a barrier on the one-process path of a script that
+    # makes the group on its distributed side only: TransFG, ANCE) read before the rule.
+    ("fresh9", "DDL001"),
+    # (Session 13's DDL003 fix, from diffwave's and wavegrad's false alarms, touches fresh9 and
+    # fresh10, already marked above.)
 }
 
 

@@ -128,14 +128,14 @@ def _truth(test: ast.AST) -> tuple[ast.AST, bool]:
     return test, True
 
 
-def _nondistributed(test: ast.AST) -> bool:
+def nondistributed_test(test: ast.AST) -> bool:
     """`not args.distributed`, `world_size == 1`, `local_rank == -1`: a single-process run."""
     inner, truth = _truth(test)
     if not truth:
         return distributed_test(inner)
     test = inner
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
-        return all(_nondistributed(v) for v in test.values)  # every way in is one process
+        return all(nondistributed_test(v) for v in test.values)  # every way in is one process
     if "data_parallel" in _flag_name(test):
         return True  # `if args.data_parallel:` (DataParallel): one process drives the GPUs
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -174,7 +174,7 @@ def distributed_test(test: ast.AST) -> bool:
     `if world_size > 1:`, `if local_rank != -1:`: true only when several processes run."""
     test, truth = _truth(test)
     if not truth:
-        return _nondistributed(test)
+        return nondistributed_test(test)
     name = _flag_name(test)
     if "data_parallel" in name:
         return False  # DataParallel: one process
@@ -221,7 +221,7 @@ def single_process_branch(index: ModuleIndex, node: ast.AST) -> bool:
     for anc in index.ancestors(node):
         if isinstance(anc, ast.If) and child is not anc.test:
             in_body = child in anc.body
-            if in_body and _nondistributed(anc.test):
+            if in_body and nondistributed_test(anc.test):
                 return True
             if not in_body and (distributed_test(anc.test) or _several_gpus_and(anc.test)):
                 return True
@@ -255,7 +255,7 @@ def _after_single_process_assert(container: ast.AST, child: ast.AST) -> bool:
         block = getattr(container, name, None)
         if isinstance(block, list) and child in block:
             return any(
-                isinstance(stmt, ast.Assert) and _nondistributed(stmt.test)
+                isinstance(stmt, ast.Assert) and nondistributed_test(stmt.test)
                 for stmt in block[: block.index(child)]
             )
     return False
@@ -295,7 +295,7 @@ def implies_rank0(test: ast.AST, negated: bool = False) -> bool:
             return any(implies_rank0(v, negated) for v in test.values)
         ok = [implies_rank0(v, negated) for v in test.values]
         return any(ok) and all(
-            o or (not negated and _nondistributed(v)) for o, v in zip(ok, test.values, strict=True)
+            o or (not negated and nondistributed_test(v)) for o, v in zip(ok, test.values, strict=True)
         )
     polarity = _atom(test)
     return polarity == (-1 if negated else 1)

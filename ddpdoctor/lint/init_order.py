@@ -8,13 +8,19 @@ import ast
 from dataclasses import dataclass, field
 
 from ddpdoctor.lint.finding import Hit
-from ddpdoctor.lint.guards import distributed_branch, single_process_branch
+from ddpdoctor.lint.guards import (
+    distributed_branch,
+    distributed_test,
+    nondistributed_test,
+    single_process_branch,
+)
 from ddpdoctor.lint.index import (
     FUNC_TYPES,
     WRAPPER_NAMES,
     ModuleIndex,
     calls_in_order,
     dotted,
+    is_const,
     kwarg,
     last_name,
     spawn_target,
@@ -69,6 +75,9 @@ class _Summary:
     inits: bool = False
     uses_before_init: list[ast.Call] = field(default_factory=list)
     destroys_first: ast.Call | None = None  # a teardown helper (`cleanup()`): no group of its own
+    # The group is made only on the distributed side of this test (`if local_rank == -1: ...
+    # else: init_process_group(...)`): the other side goes on without one.
+    init_only_when: ast.If | None = None
 
 
 class _InitOrder:
@@ -170,6 +179,86 @@ class _InitOrder:
             )
         )
 
+    def distributed_side(self, init: ast.Call, scope: ast.AST) -> ast.If | None:
+        """The `if` of this scope whose distributed side alone holds the init (its body under
+        `if args.distributed:`, its else under `if local_rank == -1:`), or None."""
+        child: ast.AST = init
+        for anc in self.index.ancestors(init):
+            if anc is scope:
+                break
+            if isinstance(anc, ast.If) and child is not anc.test:
+                in_body = child in anc.body
+                # The other side must set up a run of its own (`device = ...` under
+                # `if local_rank == -1:`): a bare `if distributed: init(...)` says nothing of
+                # whether one process is a way the script is meant to run.
+                if in_body and distributed_test(anc.test) and anc.orelse:
+                    return anc
+                if not in_body and anc.body and _one_process_way(anc.test):
+                    return anc
+            child = anc
+        return None
+
+    def one_process_uses(self, call: ast.Call, test: ast.If) -> None:
+        """After a group made on one side only: what needs it and runs on both sides (not
+        under a distributed test, not asking is_initialized) raises on the one-process path.
+        Reported at the use itself, in this file's helpers too."""
+        if test in self.index.ancestors(call) or _gated(self.index, call):
+            return
+        for use in self._ungated(call, 0):
+            label = self.use_label(use) or f"{dotted(use.func)}()"
+            self.hits.setdefault(
+                id(use),
+                Hit(
+                    use,
+                    "DDL001",
+                    f"{label} needs a process group, but the one made at line {test.lineno} is "
+                    "made only on the distributed side of that test: on the one-process path it "
+                    "raises (guard it with `if dist.is_initialized():`, or skip it there)",
+                ),
+            )
+
+    def _ungated(self, call: ast.Call, depth: int) -> list[ast.Call]:
+        """The uses of the group this call makes or reaches with no distributed test on the
+        way (helpers of this file, a few levels down)."""
+        scope = self.index.scope_of(call)
+        if _gated(self.index, call) or self.only_distributed(call):
+            return []
+        if single_process_branch(self.index, call):
+            return []
+        if self.use_label(call) is not None:
+            return [] if self.checks_initialized(call, scope) else [call]
+        if depth >= 3:
+            return []
+        found: list[ast.Call] = []
+        for func in self.index.resolve_call(call):
+            sub = self.summary(func)
+            if sub.inits:
+                continue
+            raised: list[tuple[list[ast.stmt], int]] = []  # (block, index) of a use that raises
+            for use in sub.uses_before_init:
+                if any(self._after(use, block, at) for block, at in raised):
+                    continue  # the use above it in the same block raised first
+                more = self._ungated(use, depth + 1)
+                found += more
+                if more and self.use_label(use) is not None and (here := self._block_of(use)):
+                    raised.append(here)
+        return found
+
+    def _block_of(self, node: ast.AST) -> tuple[list[ast.stmt], int] | None:
+        """The statement list holding the node's statement, and its place there."""
+        child = node
+        for anc in (*self.index.ancestors(node), self.index.scope_of(node)):
+            for name in ("body", "orelse", "finalbody"):
+                block = getattr(anc, name, None)
+                if isinstance(block, list) and child in block:
+                    return block, block.index(child)
+            child = anc
+        return None
+
+    def _after(self, node: ast.AST, block: list[ast.stmt], at: int) -> bool:
+        """The node lies in a statement of `block` after its `at`-th."""
+        return any(anc in block[at + 1 :] for anc in (node, *self.index.ancestors(node)))
+
     def summary(self, func: ast.AST) -> _Summary:
         if func in self.summaries:
             return self.summaries[func]
@@ -185,11 +274,16 @@ class _InitOrder:
             return _Summary(inits=True)
         pending: list[Hit] = []
         spawned = False
+        one_process: ast.If | None = None  # set once the group is made on one side only
         for call in calls_in_order(self.index, scope):
+            if one_process is not None:
+                self.one_process_uses(call, one_process)
+                continue
             if out.inits:
                 break
             if self.is_init(call):
                 out.inits = True
+                out.init_only_when = one_process = self.distributed_side(call, scope)
                 continue
             name = self.index.callee_name(call)
             if name in ("spawn", "start_processes") and spawn_target(call) is not None:
@@ -253,10 +347,66 @@ class _InitOrder:
                     )
                 if sub.inits:
                     out.inits = True
+                    if sub.init_only_when is not None and not distributed_branch(self.index, call):
+                        out.init_only_when = one_process = sub.init_only_when
         if report:
             for hit in pending:
                 self.hits.setdefault(id(hit.node), hit)
         return out
+
+
+def _distributed_only(test: ast.AST) -> bool:
+    """True only when several processes run: a distributed test, one operand of an `and`
+    (`cuda and rank != -1`), or `local_rank not in [-1, 0]` (a rank other than the first)."""
+    if distributed_test(test):
+        return True
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_distributed_only(v) for v in test.values)
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and "rank" in (dotted(test.left) or "").lower()
+        and is_const(test.comparators[0], 0)
+    ):
+        return True  # `if local_rank == 0:` where the one-process run has rank -1: unsure, so yes
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotIn):
+        right = test.comparators[0]
+        elts = right.elts if isinstance(right, (ast.List, ast.Tuple, ast.Set)) else []
+        return "rank" in (dotted(test.left) or "").lower() and any(
+            isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) for e in elts
+        )
+    return False
+
+
+def _one_process_way(test: ast.AST) -> bool:
+    """A test whose true side runs one process, at least one way in (`local_rank == -1 or
+    args.no_cuda`): its else, where the group is made, is not the only way the script runs."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return any(nondistributed_test(v) for v in test.values)
+    return nondistributed_test(test)
+
+
+def _gated(index: ModuleIndex, node: ast.AST) -> bool:
+    """Reached only when several processes run: under the distributed side of an `if` (its
+    body, or the else of a one-process test), or after the operand of an `and`/`or` that
+    decides it (`local_rank == -1 or dist.get_rank() == 0` asks the rank only under DDP)."""
+    child = node
+    for anc in index.ancestors(node):
+        if isinstance(anc, (ast.If, ast.IfExp, ast.While)) and child is not anc.test:
+            body = anc.body if isinstance(anc.body, list) else [anc.body]
+            if child in body and _distributed_only(anc.test):
+                return True
+            if child not in body and nondistributed_test(anc.test):
+                return True
+        elif isinstance(anc, ast.BoolOp) and child in anc.values:
+            before = anc.values[: anc.values.index(child)]
+            if isinstance(anc.op, ast.And) and any(_distributed_only(v) for v in before):
+                return True
+            if isinstance(anc.op, ast.Or) and any(nondistributed_test(v) for v in before):
+                return True
+        child = anc
+    return False
 
 
 def check(index: ModuleIndex) -> list[Hit]:
