@@ -295,7 +295,8 @@ def implies_rank0(test: ast.AST, negated: bool = False) -> bool:
             return any(implies_rank0(v, negated) for v in test.values)
         ok = [implies_rank0(v, negated) for v in test.values]
         return any(ok) and all(
-            o or (not negated and nondistributed_test(v)) for o, v in zip(ok, test.values, strict=True)
+            o or (not negated and nondistributed_test(v))
+            for o, v in zip(ok, test.values, strict=True)
         )
     polarity = _atom(test)
     return polarity == (-1 if negated else 1)
