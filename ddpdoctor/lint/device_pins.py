@@ -15,7 +15,16 @@ import ast
 
 from ddpdoctor.lint.finding import Hit
 from ddpdoctor.lint.guards import guarded_locally, off_by_default, rank0_only, single_process_branch
-from ddpdoctor.lint.index import DDP_NAMES, FUNC_TYPES, ModuleIndex, dotted, kwarg, position
+from ddpdoctor.lint.index import (
+    DDP_NAMES,
+    FUNC_TYPES,
+    ModuleIndex,
+    dotted,
+    follows_in_block,
+    kwarg,
+    position,
+    statement_block,
+)
 from ddpdoctor.lint.project import call_effects, program_effects
 
 RANK_IN_PATH = ("rank", "gpu", "local")
@@ -73,6 +82,8 @@ def _load_without_map_location(index: ModuleIndex) -> list[Hit]:
             continue  # `if re_train: torch.load(p)` in a constructor nobody asks to re-train
         if _mapped_in_another_branch(index, call) or not _loads_state(index, call):
             continue
+        if _round_trip(index, call, path):
+            continue  # read back what this process saved a moment ago, from its own GPU
         hits.append(
             Hit(
                 call,
@@ -84,6 +95,21 @@ def _load_without_map_location(index: ModuleIndex) -> list[Hit]:
     if hits and _saves_cpu_tensors(index):
         return []  # asked last: it reads every function that saves
     return hits
+
+
+def _round_trip(index: ModuleIndex, load: ast.Call, path: ast.AST) -> bool:
+    """A torch.save to the same file earlier on the same path (`torch.save(m, tmp.name)` then
+    `torch.load(tmp.name)`): the tensors come back to the GPU this rank saved them from."""
+    where = ast.dump(path)
+    for save in index.calls_by_scope.get(id(index.scope_of(load)), ()):
+        if index.callee_name(save) != "save" or index.qualname(save.func) != "torch.save":
+            continue
+        if len(save.args) < 2 or ast.dump(save.args[1]) != where:
+            continue
+        # The same path: the save's block runs on to the load (not another rank's branch).
+        if (block := statement_block(index, save)) and follows_in_block(index, load, *block):
+            return True
+    return False
 
 
 # A function that resumes a run (`resume_checkpoint`, `load_ckpt`, `restore`), not one that
@@ -186,8 +212,9 @@ def _aliases_of(scope: ast.AST, names: set[str]) -> set[str]:
 def _loads_state(index: ModuleIndex, call: ast.Call) -> bool:
     """The loaded value restores a module or optimizer (`model.load_state_dict(ckpt["model"])`,
     `net.load_weight(torch.load(p))`, `state.apply_snapshot(snapshot)`, directly or through the
-    name it is stored under): a checkpoint, whose tensors were saved from a GPU. Loading plain
-    tensors (a table of word frequencies, features) is left alone."""
+    name it is stored under), or is a whole module that DDP then wraps: a checkpoint, whose
+    tensors were saved from a GPU. Loading plain tensors (a table of word frequencies,
+    features) is left alone."""
     parent = _consumer(index, call)
     if isinstance(parent, ast.Call) and _restores(index, parent):
         return True
@@ -199,9 +226,15 @@ def _loads_state(index: ModuleIndex, call: ast.Call) -> bool:
     scope = index.scope_of(call)
     names |= _aliases_of(scope, names)  # `ckpt = loaded["state_dict"]`, then restored
     for restore in index.calls_by_scope.get(id(scope), ()):
-        if not _restores(index, restore):
+        # A restore of the loaded state, or a pickled module loaded whole and then wrapped in
+        # DDP (`model = torch.load(p)`, then `DDP(model, ...)`): either way GPU tensors.
+        if index.callee_name(restore) in DDP_NAMES:
+            given = restore.args[:1]
+        elif _restores(index, restore):
+            given = list(restore.args)
+        else:
             continue
-        for arg in ast.walk(ast.Tuple(elts=list(restore.args), ctx=ast.Load())):
+        for arg in ast.walk(ast.Tuple(elts=given, ctx=ast.Load())):
             if isinstance(arg, (ast.Name, ast.Attribute)) and dotted(arg) in names:
                 return True
     return False

@@ -798,6 +798,26 @@ def position(node: ast.AST) -> tuple[int, int]:
     return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
 
 
+def statement_block(index: ModuleIndex, node: ast.AST) -> tuple[list[ast.stmt], int] | None:
+    """The statement list (a body, an else, a finally) holding the node's statement, and the
+    statement's place in it."""
+    child = node
+    for anc in (*index.ancestors(node), index.scope_of(node)):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(anc, name, None)
+            if isinstance(block, list) and child in block:
+                return block, block.index(child)
+        child = anc
+    return None
+
+
+def follows_in_block(index: ModuleIndex, node: ast.AST, block: list[ast.stmt], at: int) -> bool:
+    """The node lies in a statement of `block` after its `at`-th (so runs after it, on the
+    same path)."""
+    later = block[at + 1 :]
+    return any(anc in later for anc in (node, *index.ancestors(node)))
+
+
 def calls_in_order(index: ModuleIndex, scope: ast.AST) -> list[ast.Call]:
     """The calls a function (or the module) runs itself, in source order: not those in the
     bodies of nested functions, classes or lambdas. Read from the index, not a new walk."""

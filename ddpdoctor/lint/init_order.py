@@ -20,10 +20,12 @@ from ddpdoctor.lint.index import (
     ModuleIndex,
     calls_in_order,
     dotted,
+    follows_in_block,
     is_const,
     kwarg,
     last_name,
     spawn_target,
+    statement_block,
 )
 from ddpdoctor.lint.project import external_effects
 
@@ -236,28 +238,17 @@ class _InitOrder:
                 continue
             raised: list[tuple[list[ast.stmt], int]] = []  # (block, index) of a use that raises
             for use in sub.uses_before_init:
-                if any(self._after(use, block, at) for block, at in raised):
+                if any(follows_in_block(self.index, use, block, at) for block, at in raised):
                     continue  # the use above it in the same block raised first
                 more = self._ungated(use, depth + 1)
                 found += more
-                if more and self.use_label(use) is not None and (here := self._block_of(use)):
+                if (
+                    more
+                    and self.use_label(use) is not None
+                    and (here := statement_block(self.index, use))
+                ):
                     raised.append(here)
         return found
-
-    def _block_of(self, node: ast.AST) -> tuple[list[ast.stmt], int] | None:
-        """The statement list holding the node's statement, and its place there."""
-        child = node
-        for anc in (*self.index.ancestors(node), self.index.scope_of(node)):
-            for name in ("body", "orelse", "finalbody"):
-                block = getattr(anc, name, None)
-                if isinstance(block, list) and child in block:
-                    return block, block.index(child)
-            child = anc
-        return None
-
-    def _after(self, node: ast.AST, block: list[ast.stmt], at: int) -> bool:
-        """The node lies in a statement of `block` after its `at`-th."""
-        return any(anc in block[at + 1 :] for anc in (node, *self.index.ancestors(node)))
 
     def summary(self, func: ast.AST) -> _Summary:
         if func in self.summaries:
