@@ -109,6 +109,9 @@ CONTAMINATED = {
     # Session 13: fresh9's DDL001 misses (a barrier on the one-process path of a script that
     # makes the group on its distributed side only: TransFG, ANCE) read before the rule.
     ("fresh9", "DDL001"),
+    # Session 13: fresh11's DDL004 verdict on EfficientNet's ImageNet copy re-judged after its
+    # false alarm was read (see the row's `rejudged` field): no longer a blind figure.
+    ("fresh11", "DDL004"),
     # (Session 13's DDL003 fix, from diffwave's and wavegrad's false alarms, touches fresh9 and
     # fresh10, already marked above.)
 }
