@@ -28,6 +28,9 @@ RANK0_WORDS = (
     "is_primary",
     "is_chief",
     "local_main",
+    "first_worker",  # ANCE's is_first_worker()
+    "first_process",
+    "first_rank",
 )
 RANK_FUNCS = frozenset({"get_rank", "get_local_rank", "get_global_rank", "get_node_local_rank"})
 NONDIST_WORDS = ("distribut", "ddp", "is_initialized", "multiprocessing", "parallel", "multi_gpu")
@@ -139,6 +142,8 @@ def nondistributed_test(test: ast.AST) -> bool:
     if "data_parallel" in _flag_name(test):
         return True  # `if args.data_parallel:` (DataParallel): one process drives the GPUs
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        if _asks_dist_available(test.operand):
+            return True  # `not dist.is_available()`: no torch.distributed, so one process
         name = _flag_name(test.operand)  # `not args.distributed`, `not cfg["distributed"]`
         return name == "dist" or any(w in name for w in NONDIST_WORDS)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
@@ -154,6 +159,14 @@ def nondistributed_test(test: ast.AST) -> bool:
         if _rankish(left) and _int(right) == -1 and isinstance(test.ops[0], ast.Eq):
             return True
     return False
+
+
+def _asks_dist_available(expr: ast.AST) -> bool:
+    """`dist.is_available()` / `torch.distributed.is_available()` (not CUDA's)."""
+    if not isinstance(expr, ast.Call):
+        return False
+    name = dotted(expr.func) or ""
+    return name.endswith("is_available") and name.split(".")[-2:-1] in (["dist"], ["distributed"])
 
 
 def _flag_name(expr: ast.AST) -> str:
