@@ -177,6 +177,32 @@ def _writes_file(call: ast.Call) -> bool:
     return False
 
 
+def _names_rank(expr: ast.AST) -> bool:
+    """A rank in the expression (`args.rank`, `local_rank`, `get_rank()`)."""
+    for node in ast.walk(expr):
+        name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", "")
+        if "rank" in name.lower():
+            return True
+    return False
+
+
+def _per_rank_file(call: ast.Call, func: ast.AST) -> bool:
+    """The written path names the rank (`f"results{args.rank}.json"`, or a name of the
+    function assigned such a path, `savepath = ....format(get_rank())`): one file per rank."""
+    path = call.args[1] if call.args and isinstance(call.func, ast.Attribute) else call.args[0]
+    if _names_rank(path):
+        return True
+    if not isinstance(path, ast.Name):
+        return False
+    values = [
+        n.value
+        for n in ast.walk(func)
+        if isinstance(n, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == path.id for t in n.targets)
+    ]
+    return bool(values) and all(_names_rank(v) for v in values)
+
+
 def _shuffling_train_sampler(call: ast.Call, func: ast.AST) -> bool:
     """A DistributedSampler that shuffles (not `shuffle=False`), in a function not named for
     evaluation (`get_val_loader`): a training loader's sampler, whose caller owes set_epoch."""
@@ -464,7 +490,7 @@ def _call_fact(facts: FuncFacts, node: ast.Call, func: ast.AST, names: set[str],
         facts.direct.add("set_epoch")
     elif last == "init" and dotted(callee) == "wandb.init":
         facts.direct.update(("writes", "tracks"))  # a tracker run: one per call
-    elif _writes_file(node):
+    elif _writes_file(node) and not _per_rank_file(node, func):
         facts.direct.add("writes")
     elif last in FILE_MAKERS and _fixed_file(node):
         facts.direct.add("writes")  # `FileHandler("log.txt")`: one file, whoever calls
