@@ -25,7 +25,7 @@ RANK0_WORDS = (
     "rank_0",
     "rank_zero",
     "global_zero",
-    "is_primary",
+    "primary",  # `is_primary()`, gangealing's `primary()`
     "is_chief",
     "local_main",
     "first_worker",  # ANCE's is_first_worker()
