@@ -97,9 +97,30 @@ def _load_without_map_location(index: ModuleIndex) -> list[Hit]:
     return hits
 
 
+PRIVATE_WORDS = ("buf", "bytes", "mem", "stream", "tmp", "temp")
+PRIVATE_MAKERS = frozenset({"BytesIO", "NamedTemporaryFile", "TemporaryFile", "mkstemp"})
+
+
+def _private_file(index: ModuleIndex, path: ast.AST) -> bool:
+    """This process's own file: an in-memory buffer or a temporary file (by its name, or by
+    what made it: `b = io.BytesIO()`), not a path other ranks may write too."""
+    name = (dotted(path) or "").lower()
+    if any(w in name for w in PRIVATE_WORDS):
+        return True
+    if not isinstance(path, ast.Name):
+        return False
+    values = index.values_of(path.id, path)
+    return bool(values) and all(
+        isinstance(v, ast.Call) and index.callee_name(v) in PRIVATE_MAKERS for v in values
+    )
+
+
 def _round_trip(index: ModuleIndex, load: ast.Call, path: ast.AST) -> bool:
-    """A torch.save to the same file earlier on the same path (`torch.save(m, tmp.name)` then
-    `torch.load(tmp.name)`): the tensors come back to the GPU this rank saved them from."""
+    """A torch.save to the same private file earlier on the same path of the code
+    (`torch.save(m, tmp.name)` then `torch.load(tmp.name)`, or through a BytesIO): the tensors
+    come back to the GPU this rank saved them from."""
+    if not _private_file(index, path):
+        return False  # a shared path every rank saves to holds the last writer's GPU tensors
     where = ast.dump(path)
     for save in index.calls_by_scope.get(id(index.scope_of(load)), ()):
         if index.callee_name(save) != "save" or index.qualname(save.func) != "torch.save":
