@@ -25,7 +25,7 @@ from ddpdoctor.lint.index import (
     position,
     statement_block,
 )
-from ddpdoctor.lint.project import call_effects, program_effects
+from ddpdoctor.lint.project import IN_MEMORY_WORDS, call_effects, program_effects
 
 RANK_IN_PATH = ("rank", "gpu", "local")
 
@@ -97,7 +97,7 @@ def _load_without_map_location(index: ModuleIndex) -> list[Hit]:
     return hits
 
 
-PRIVATE_WORDS = ("buf", "bytes", "mem", "stream", "tmp", "temp")
+PRIVATE_WORDS = (*IN_MEMORY_WORDS, "tmp", "temp")
 PRIVATE_MAKERS = frozenset({"BytesIO", "NamedTemporaryFile", "TemporaryFile", "mkstemp"})
 
 

@@ -165,8 +165,10 @@ def _asks_dist_available(expr: ast.AST) -> bool:
     """`dist.is_available()` / `torch.distributed.is_available()` (not CUDA's)."""
     if not isinstance(expr, ast.Call):
         return False
-    name = dotted(expr.func) or ""
-    return name.endswith("is_available") and name.split(".")[-2:-1] in (["dist"], ["distributed"])
+    return (dotted(expr.func) or "").split(".")[-2:] in (
+        ["dist", "is_available"],
+        ["distributed", "is_available"],
+    )
 
 
 def _flag_name(expr: ast.AST) -> str:
@@ -248,17 +250,46 @@ def single_process_branch(index: ModuleIndex, node: ast.AST) -> bool:
 
 
 def distributed_branch(index: ModuleIndex, node: ast.AST) -> bool:
-    """Inside the true branch of a distributed switch (`if args.multi_gpu:`, `elif
-    use_distributed:`, `DistributedSampler(ds) if args.multi_gpu else None`): the other side
-    of single_process_branch."""
+    """Reached only when several processes run, the other side of single_process_branch: in
+    the true branch of a distributed switch (`if args.multi_gpu:`, `elif use_distributed:`,
+    `DistributedSampler(ds) if args.multi_gpu else None`, `if cuda and rank != -1:`), in the
+    else of a one-process test, or after the operand of an `and`/`or` that decides it
+    (`local_rank == -1 or dist.get_rank() == 0` asks the rank only under DDP)."""
     child = node
     for anc in index.ancestors(node):
-        if isinstance(anc, (ast.If, ast.IfExp)) and child is not anc.test:
+        if isinstance(anc, (ast.If, ast.IfExp, ast.While)) and child is not anc.test:
             in_body = child is anc.body or (isinstance(anc.body, list) and child in anc.body)
-            if in_body and distributed_test(anc.test):
+            if in_body and _distributed_only(anc.test):
+                return True
+            if not in_body and nondistributed_test(anc.test):
+                return True
+        elif isinstance(anc, ast.BoolOp) and child in anc.values:
+            before = anc.values[: anc.values.index(child)]
+            if isinstance(anc.op, ast.And) and any(_distributed_only(v) for v in before):
+                return True
+            if isinstance(anc.op, ast.Or) and any(nondistributed_test(v) for v in before):
                 return True
         child = anc
     return False
+
+
+def _distributed_only(test: ast.AST) -> bool:
+    """True only when several processes run: a distributed test, one operand of an `and`, a
+    rank other than the first (`local_rank not in [-1, 0]`), or `local_rank == 0` (the
+    one-process run of such scripts has rank -1; unsure, so yes)."""
+    if distributed_test(test):
+        return True
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_distributed_only(v) for v in test.values)
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    op, right = test.ops[0], test.comparators[0]
+    if "rank" not in (dotted(test.left) or "").lower():
+        return False
+    if isinstance(op, ast.Eq):
+        return _int(right) == 0
+    elts = right.elts if isinstance(right, (ast.List, ast.Tuple, ast.Set)) else []
+    return isinstance(op, ast.NotIn) and any(_int(e) == -1 for e in elts)
 
 
 def _after_single_process_assert(container: ast.AST, child: ast.AST) -> bool:

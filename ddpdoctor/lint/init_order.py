@@ -21,7 +21,6 @@ from ddpdoctor.lint.index import (
     calls_in_order,
     dotted,
     follows_in_block,
-    is_const,
     kwarg,
     last_name,
     spawn_target,
@@ -204,7 +203,7 @@ class _InitOrder:
         """After a group made on one side only: what needs it and runs on both sides (not
         under a distributed test, not asking is_initialized) raises on the one-process path.
         Reported at the use itself, in this file's helpers too."""
-        if test in self.index.ancestors(call) or _gated(self.index, call):
+        if test in self.index.ancestors(call) or distributed_branch(self.index, call):
             return
         for use in self._ungated(call, 0):
             label = self.use_label(use) or f"{dotted(use.func)}()"
@@ -222,13 +221,10 @@ class _InitOrder:
     def _ungated(self, call: ast.Call, depth: int) -> list[ast.Call]:
         """The uses of the group this call makes or reaches with no distributed test on the
         way (helpers of this file, a few levels down)."""
-        scope = self.index.scope_of(call)
-        if _gated(self.index, call) or self.only_distributed(call):
-            return []
-        if single_process_branch(self.index, call):
+        if self.only_distributed(call) or single_process_branch(self.index, call):
             return []
         if self.use_label(call) is not None:
-            return [] if self.checks_initialized(call, scope) else [call]
+            return [] if self.checks_initialized(call, self.index.scope_of(call)) else [call]
         if depth >= 3:
             return []
         found: list[ast.Call] = []
@@ -346,58 +342,12 @@ class _InitOrder:
         return out
 
 
-def _distributed_only(test: ast.AST) -> bool:
-    """True only when several processes run: a distributed test, one operand of an `and`
-    (`cuda and rank != -1`), or `local_rank not in [-1, 0]` (a rank other than the first)."""
-    if distributed_test(test):
-        return True
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return any(_distributed_only(v) for v in test.values)
-    if (
-        isinstance(test, ast.Compare)
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.Eq)
-        and "rank" in (dotted(test.left) or "").lower()
-        and is_const(test.comparators[0], 0)
-    ):
-        return True  # `if local_rank == 0:` where the one-process run has rank -1: unsure, so yes
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotIn):
-        right = test.comparators[0]
-        elts = right.elts if isinstance(right, (ast.List, ast.Tuple, ast.Set)) else []
-        return "rank" in (dotted(test.left) or "").lower() and any(
-            isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) for e in elts
-        )
-    return False
-
-
 def _one_process_way(test: ast.AST) -> bool:
     """A test whose true side runs one process, at least one way in (`local_rank == -1 or
     args.no_cuda`): its else, where the group is made, is not the only way the script runs."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
         return any(nondistributed_test(v) for v in test.values)
     return nondistributed_test(test)
-
-
-def _gated(index: ModuleIndex, node: ast.AST) -> bool:
-    """Reached only when several processes run: under the distributed side of an `if` (its
-    body, or the else of a one-process test), or after the operand of an `and`/`or` that
-    decides it (`local_rank == -1 or dist.get_rank() == 0` asks the rank only under DDP)."""
-    child = node
-    for anc in index.ancestors(node):
-        if isinstance(anc, (ast.If, ast.IfExp, ast.While)) and child is not anc.test:
-            body = anc.body if isinstance(anc.body, list) else [anc.body]
-            if child in body and _distributed_only(anc.test):
-                return True
-            if child not in body and nondistributed_test(anc.test):
-                return True
-        elif isinstance(anc, ast.BoolOp) and child in anc.values:
-            before = anc.values[: anc.values.index(child)]
-            if isinstance(anc.op, ast.And) and any(_distributed_only(v) for v in before):
-                return True
-            if isinstance(anc.op, ast.Or) and any(nondistributed_test(v) for v in before):
-                return True
-        child = anc
-    return False
 
 
 def check(index: ModuleIndex) -> list[Hit]:

@@ -163,6 +163,10 @@ def _fixed_file(call: ast.Call) -> bool:
     return isinstance(first, ast.Constant) and isinstance(first.value, str) and bool(first.value)
 
 
+# A save target named so is a buffer in memory, not a file (`torch.save(sd, buffer)`).
+IN_MEMORY_WORDS = ("buf", "mem", "bytes", "stream")
+
+
 def _writes_file(call: ast.Call) -> bool:
     """`torch.save(...)` to a path or `open(path, "w"/"a")`: a helper that writes a file."""
     func = call.func
@@ -170,7 +174,7 @@ def _writes_file(call: ast.Call) -> bool:
         if func.attr != "save" or dotted(func.value) != "torch" or len(call.args) < 2:
             return False
         target = (dotted(call.args[1]) or "").lower()
-        return not any(w in target for w in ("buf", "mem", "bytes", "stream"))  # in memory
+        return not any(w in target for w in IN_MEMORY_WORDS)
     if isinstance(func, ast.Name) and func.id == "open" and len(call.args) > 1:
         mode = call.args[1]
         return isinstance(mode, ast.Constant) and any(c in str(mode.value) for c in "wax")
@@ -189,7 +193,8 @@ def _names_rank(expr: ast.AST) -> bool:
 def _per_rank_file(call: ast.Call, func: ast.AST) -> bool:
     """The written path names the rank (`f"results{args.rank}.json"`, or a name of the
     function assigned such a path, `savepath = ....format(get_rank())`): one file per rank."""
-    path = call.args[1] if call.args and isinstance(call.func, ast.Attribute) else call.args[0]
+    # _writes_file's two forms: torch.save(obj, path) and open(path, mode).
+    path = call.args[1] if isinstance(call.func, ast.Attribute) else call.args[0]
     if _names_rank(path):
         return True
     if not isinstance(path, ast.Name):
@@ -215,14 +220,10 @@ def _shuffling_train_sampler(call: ast.Call, func: ast.AST) -> bool:
 def passes_rank(call: ast.Call) -> bool:
     """A rank-like name or a rank-0 test among a call's arguments (`level=INFO if rank in
     [-1, 0] else WARN`, `INFO if is_main() else WARN`)."""
-    for arg in [*call.args, *(k.value for k in call.keywords)]:
-        for node in ast.walk(arg):
-            name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", "")
-            if "rank" in name.lower():
-                return True
-            if isinstance(node, ast.IfExp) and _rank_test(node):  # INFO if is_main() else WARN
-                return True
-    return False
+    args = [*call.args, *(k.value for k in call.keywords)]
+    return any(_names_rank(a) for a in args) or any(
+        isinstance(n, ast.IfExp) and _rank_test(n) for a in args for n in ast.walk(a)
+    )
 
 
 def _imports(tree: ast.Module) -> tuple[dict[str, tuple[str, int, str]], dict[str, str]]:
@@ -797,14 +798,11 @@ class Project:
 
     def _found_in(self, base: str, parts: list[str]) -> str | None:
         entries = self._listing(base) if parts else None
-        # Most candidates: no such name in the folder's listing (neither a folder nor a file).
-        head = parts[0] if parts else ""
-        if (
-            entries is not None
-            and head not in entries
-            and (parts[1:] or head + ".py" not in entries)
-        ):
-            return None
+        if entries is not None:
+            # Most candidates: the folder's listing has neither the package nor the module.
+            head = parts[0]
+            if head not in entries and (len(parts) > 1 or head + ".py" not in entries):
+                return None
         stem = os.path.join(base, *parts)
         cands = (stem + ".py",) if parts else ()
         for cand in (*cands, os.path.join(stem, "__init__.py")):

@@ -480,10 +480,12 @@ def _helper_samplers(index: ModuleIndex) -> list[Hit]:
         except OSError:
             continue
         getters.append(call)
+    if not getters:
+        return []
     # The first loader got where the group is set up (the single-process path beside it,
     # `train()` next to `train_distributed()`, builds no DistributedSampler), else the first.
     setting_up = {id(index.scope_of(c)) for c in index.all_init_calls}
-    distributed = [c for c in getters if id(index.scope_of(c)) in setting_up][:1]
+    call = next((c for c in getters if id(index.scope_of(c)) in setting_up), getters[0])
     return [
         Hit(
             call,
@@ -492,7 +494,6 @@ def _helper_samplers(index: ModuleIndex) -> list[Hit]:
             f"DistributedSampler, but {_stuck_note(index) or 'set_epoch(epoch) is never called'}: "
             "every epoch uses the same order",
         )
-        for call in (distributed or getters[:1])
     ]
 
 
