@@ -130,9 +130,16 @@ def _watch_listeners(proc: subprocess.Popen, seen: set[tuple[str, int]]) -> None
 
 
 def wait_for_check(
-    run_dir: Path, rank: int, check: str, proc: subprocess.Popen, limit: float = 60
+    run_dir: Path,
+    rank: int,
+    check: str,
+    proc: subprocess.Popen,
+    limit: float = 60,
+    phase: str | None = None,
 ) -> int:
-    """The pid of `rank` once its heartbeat says it is inside `check`."""
+    """The pid of `rank` once its heartbeat says it is inside `check` (and, with `phase`, in a
+    phase the check's own code announces, beginning so: the worker's "running" is written
+    before the check's code is entered)."""
     deadline = time.monotonic() + limit
     beat = run_dir / f"rank-{rank}.beat"
     while time.monotonic() < deadline and proc.poll() is None:
@@ -140,7 +147,7 @@ def wait_for_check(
             data = json.loads(beat.read_text())
         except (OSError, ValueError):
             data = {}
-        if data.get("check") == check:
+        if data.get("check") == check and str(data.get("phase", "")).startswith(phase or ""):
             return int(data["pid"])
         time.sleep(0.01)
     raise AssertionError(f"rank {rank} never reached {check}")

@@ -67,7 +67,9 @@ def test_sigstop_before_join(tmp_path: Path) -> None:
 def test_sigstop_mid_collective_four_ranks(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     proc, t0 = start_check(run_dir, "--nproc", "4", "--timeout", str(T))
-    at = send(wait_for_check(run_dir, 1, "allreduce", proc), signal.SIGSTOP)
+    # Stopped inside the check's collectives (its stack is asserted below), not on the way in.
+    inside = wait_for_check(run_dir, 1, "allreduce", proc, phase="all_reduce")
+    at = send(inside, signal.SIGSTOP)
     run = finish(proc, run_dir, t0, at)
     assert run.returncode == 1
     jsonschema.validate(run.report, schema.schema_for("report"))
