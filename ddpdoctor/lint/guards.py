@@ -412,6 +412,7 @@ def asked_before_init(index: ModuleIndex, test_holder: ast.If | ast.IfExp) -> bo
         for n in ast.walk(test_holder.test)
         if isinstance(n, ast.Call)
         and (rank0_name(n) or last_name(n.func) in ("get_rank", "get_global_rank"))
+        and not _rank_from_environment(index, n)
     ]
     if not asks:
         return False
@@ -419,6 +420,25 @@ def asked_before_init(index: ModuleIndex, test_holder: ast.If | ast.IfExp) -> bo
     here = position(test_holder)
     inits = [position(i) for i in index.all_init_calls if index.scope_of(i) is scope]
     return bool(inits) and min(inits) > here
+
+
+def _rank_from_environment(index: ModuleIndex, call: ast.Call) -> bool:
+    """A helper of the project that reads the rank the launcher set in the environment
+    (`get_is_master()` -> `int(os.environ["RANK"]) == 0`): right before the set-up too."""
+    from ddpdoctor.lint.project import external_effects, reads_env_rank
+
+    effects = external_effects(index, call)
+    if effects is not None:
+        return "env_rank" in effects
+    local = list(index.resolve_call(call) or ())
+    for func in list(local):  # and the file's functions it calls (`get_global_rank()`)
+        local += [
+            f
+            for c in ast.walk(func)
+            if isinstance(c, ast.Call)
+            for f in index.resolve_call(c) or ()
+        ]
+    return any(reads_env_rank(n) for func in local for n in ast.walk(func))
 
 
 def _rank0_flag(index: ModuleIndex, test: ast.AST) -> bool:

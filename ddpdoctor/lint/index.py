@@ -502,6 +502,13 @@ class ModuleIndex:
         roots |= {k for k, v in self.module_imports.items() if k == v and k in used}
         return bool(roots & FRAMEWORKS)
 
+    @cached_property
+    def framework_run(self) -> bool:
+        """A framework runs the program: it uses one and sets no group up itself. A script
+        that calls `init_process_group` has a plain DDP path (`--dist`) beside its framework
+        branch (`--use_accelerate`), and nothing guards that path's writes for it."""
+        return self.uses_framework and not self.init_calls
+
     # -- structure ----------------------------------------------------------------------------
     def parent(self, node: ast.AST) -> ast.AST | None:
         return self.parents.get(id(node))

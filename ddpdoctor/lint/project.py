@@ -136,7 +136,7 @@ EFFECT_WORDS += ("builtins.print", "builtin__.print", "sys.stdout")
 # modules), or that calls set_epoch for its caller (`train_one_epoch(loader, epoch)`).
 EFFECT_WORDS += ("DistributedSampler", "set_epoch")
 # A helper that writes a file (`save_model(args, model)`): on every rank unless it tests the rank.
-EFFECT_WORDS += ("torch.save", "FileHandler", "SummaryWriter")
+EFFECT_WORDS += ("torch.save", "FileHandler", "SummaryWriter", "open(")
 # Logging set up by the rank (`basicConfig(level=INFO if rank in [-1, 0] else WARN)`) in a
 # helper: the program's log calls are then rank-0-only (`set_logging(rank)`, yolov5/yolov7).
 EFFECT_WORDS += ("basicConfig", "setLevel")
@@ -167,8 +167,10 @@ def _fixed_file(call: ast.Call) -> bool:
 IN_MEMORY_WORDS = ("buf", "mem", "bytes", "stream")
 
 
-def _writes_file(call: ast.Call) -> bool:
-    """`torch.save(...)` to a path or `open(path, "w"/"a")`: a helper that writes a file."""
+def _writes_file(call: ast.Call, within: ast.AST | None = None) -> bool:
+    """`torch.save(...)` to a path or `open(path, "w"/"a")`: a helper that writes a file. The
+    mode may be a parameter of the function `within` whose default writes (dnnlib's
+    `Logger(file_name, file_mode="w")` doing `open(file_name, file_mode)`)."""
     func = call.func
     if isinstance(func, ast.Attribute):
         if func.attr != "save" or dotted(func.value) != "torch" or len(call.args) < 2:
@@ -177,7 +179,47 @@ def _writes_file(call: ast.Call) -> bool:
         return not any(w in target for w in IN_MEMORY_WORDS)
     if isinstance(func, ast.Name) and func.id == "open" and len(call.args) > 1:
         mode = call.args[1]
+        if isinstance(mode, ast.Name) and within is not None:
+            mode = _parameter_default(within, mode.id)
         return isinstance(mode, ast.Constant) and any(c in str(mode.value) for c in "wax")
+    return False
+
+
+def _parameter_default(func: ast.AST, name: str) -> ast.expr | None:
+    """The default of the function's parameter `name` (None: no such parameter or default)."""
+    args = getattr(func, "args", None)
+    if not isinstance(args, ast.arguments):
+        return None
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+    with_default = positional[len(positional) - len(args.defaults) :]
+    defaults = dict(zip(with_default, args.defaults, strict=True))
+    keywords = zip(args.kwonlyargs, args.kw_defaults, strict=True)
+    defaults.update((a.arg, d) for a, d in keywords if d is not None)
+    return defaults.get(name)
+
+
+# Environment variables that name this process's rank before any group exists.
+ENV_RANKS = frozenset({"RANK", "LOCAL_RANK", "SLURM_PROCID", "SLURM_LOCALID", "PMI_RANK"})
+ENV_RANKS |= {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"}
+
+
+def reads_env_rank(node: ast.AST) -> bool:
+    """`os.environ["RANK"]`, `os.environ.get("RANK")`, `os.getenv("SLURM_PROCID")`: the rank
+    from the launcher, right before the group is set up too (lingua's `get_is_master()`)."""
+    if type(node) is ast.Subscript:
+        key = node.slice
+        return (
+            type(key) is ast.Constant
+            and key.value in ENV_RANKS
+            and dotted(node.value) == "os.environ"  # type: ignore[attr-defined]
+        )
+    if type(node) is ast.Call and node.args:  # type: ignore[attr-defined]
+        key = node.args[0]  # type: ignore[attr-defined]
+        return (
+            type(key) is ast.Constant
+            and key.value in ENV_RANKS
+            and dotted(node.func) in ("os.environ.get", "os.getenv")  # type: ignore[attr-defined]
+        )
     return False
 
 
@@ -487,11 +529,17 @@ def _call_fact(facts: FuncFacts, node: ast.Call, func: ast.AST, names: set[str],
         facts.direct.add("rank_logging" if passes_rank(node) else "log_setup")
     elif last in ("get_rank", "get_local_rank", "get_global_rank"):
         facts.direct.add("reads_rank")
+        if isinstance(callee, ast.Name) and callee.id in names:
+            facts.local.add(callee.id)  # the file's own (lingua's: from the environment)
+        elif (ref := callee_ref(node)) is not None and ref[1].split(".", 1)[0] in imported:
+            facts.external.append(ref)
+    elif last in ("get", "getenv") and reads_env_rank(node):
+        facts.direct.add("env_rank")
     elif last == "set_epoch":
         facts.direct.add("set_epoch")
     elif last == "init" and dotted(callee) == "wandb.init":
         facts.direct.update(("writes", "tracks"))  # a tracker run: one per call
-    elif _writes_file(node) and not _per_rank_file(node, func):
+    elif _writes_file(node, func) and not _per_rank_file(node, func):
         facts.direct.add("writes")
     elif last in FILE_MAKERS and _fixed_file(node):
         facts.direct.add("writes")  # `FileHandler("log.txt")`: one file, whoever calls
@@ -556,6 +604,8 @@ def _function_facts(
                     and _rank_test(node.value)
                 ):
                     ranked.add(node.targets[0].id)
+            elif type(node) is ast.Subscript and reads_env_rank(node):
+                into.direct.add("env_rank")
             elif isinstance(node, ast.If) and _rank_test(node):
                 into.direct.add("rank_aware")
                 if root is func:

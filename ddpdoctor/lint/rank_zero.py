@@ -172,10 +172,15 @@ def _bar_of_a_loop(index: ModuleIndex, call: ast.Call, loops: set[int]) -> bool:
 
 
 def _progress(
-    index: ModuleIndex, call: ast.Call, loggers: set[str], quiet: bool = False
+    index: ModuleIndex,
+    call: ast.Call,
+    loggers: set[str],
+    quiet: bool = False,
+    file_loggers: frozenset[str] = frozenset(),
 ) -> str | None:
     """What progress output a call is; `quiet`: logging is set up per rank (the root logger's
-    calls are rank-0-only too)."""
+    calls are rank-0-only too); `file_loggers`: names bound to a project logger that opens one
+    shared file on every rank."""
     name = index.callee_name(call)
     func = call.func
     if name in ("tqdm", "trange") and kwarg(call, "disable") is None:
@@ -184,8 +189,10 @@ def _progress(
         return "tqdm.write"
     if name in LOG_LEVELS and isinstance(func, ast.Attribute):
         recv = dotted(func.value) or ""
-        if (recv == "logging" and not quiet) or (
-            recv in loggers and _plain_logger_here(index, func.value)
+        if (
+            (recv == "logging" and not quiet)
+            or (recv in loggers and _plain_logger_here(index, func.value))
+            or (recv in file_loggers and _file_logger_here(index, func.value))
         ):
             return f"{recv}.{name}"
     return None
@@ -276,6 +283,30 @@ def _plain_loggers(index: ModuleIndex) -> set[str]:
         ):
             names.add(key)
     return names
+
+
+def _file_loggers(index: ModuleIndex) -> frozenset[str]:
+    """Names bound to a project logger whose constructor opens one log file whatever the rank
+    (`logger = Logger(os.path.join(out, "log.txt"))`, reported where it is built): each line
+    it logs on every rank lands N times in that file."""
+    if _rank_aware_logging(index) or not {"writes", "opens_log"} & program_effects(index):
+        return frozenset()
+    return frozenset(
+        key
+        for key, entries in index.bindings.items()
+        if any(isinstance(v, ast.Call) and _writing_helper(index, v) for _, v in entries)
+    )
+
+
+def _file_logger_here(index: ModuleIndex, recv: ast.expr) -> bool:
+    """Every value the receiver may hold here is such a logger, built on every rank."""
+    values = index.values_of(dotted(recv) or "", recv)
+    return bool(values) and all(
+        isinstance(v, ast.Call)
+        and _writing_helper(index, v)
+        and every_rank_call(index, v) is not False
+        for v in values
+    )
 
 
 def _print_silenced(index: ModuleIndex) -> bool:
@@ -644,7 +675,7 @@ def _where_via(via: ast.Call | None) -> str:
 
 
 def check(index: ModuleIndex) -> list[Hit]:
-    if not (index.is_ddp_script or index.in_ddp_program) or index.uses_framework:
+    if not (index.is_ddp_script or index.in_ddp_program) or index.framework_run:
         return []
     note_built_classes(index)  # their constructors are judged in their own files, at the end
     if not (index.calls_by_name.get("backward") or index.wrapper_calls):
@@ -674,10 +705,11 @@ def check(index: ModuleIndex) -> list[Hit]:
     # A module the program imports cannot see how the program set logging up (per rank or
     # not): only its progress bars count, not its log calls.
     loggers = _plain_loggers(index) if index.is_ddp_script else set()
+    file_loggers = _file_loggers(index) if index.is_ddp_script else frozenset()
     quiet = _rank_aware_logging(index) or not index.is_ddp_script
     silenced = _print_silenced(index)
     for call in index.calls:
-        what = _progress(index, call, loggers, quiet)
+        what = _progress(index, call, loggers, quiet, file_loggers)
         if what is None or (silenced and what == "print"):
             continue
         in_loop = any(id(loop) in loops for loop in index.enclosing_loops(call))
