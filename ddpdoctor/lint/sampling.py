@@ -458,7 +458,8 @@ def _helper_samplers(index: ModuleIndex) -> list[Hit]:
 
     project = index.project
     calls = index.calls_by_name.get("set_epoch", ())
-    if project is None or any(not _never_moves(index, c) for c in calls):
+    moving = [c for c in calls if not _never_moves(index, c)]
+    if project is None:
         return []
     if not calls and "set_epoch" in index.attr_names:
         return []  # handed over (`hooks.append(sampler.set_epoch)`), not called here
@@ -482,6 +483,8 @@ def _helper_samplers(index: ModuleIndex) -> list[Hit]:
         getters.append(call)
     if not getters:
         return []
+    if moving:
+        return _forgotten_siblings(index, getters, moving)
     # The first loader got where the group is set up (the single-process path beside it,
     # `train()` next to `train_distributed()`, builds no DistributedSampler), else the first.
     setting_up = {id(index.scope_of(c)) for c in index.all_init_calls}
@@ -495,6 +498,60 @@ def _helper_samplers(index: ModuleIndex) -> list[Hit]:
             "every epoch uses the same order",
         )
     ]
+
+
+def _forgotten_siblings(
+    index: ModuleIndex, getters: list[ast.Call], set_epochs: list[ast.Call]
+) -> list[Hit]:
+    """Loaders got from a helper when the file sets the epoch of another one's sampler only
+    (`loader, sampler = get_train_loader(...)` twice, labelled and unlabelled data, and
+    `sampler.set_epoch(epoch)` for the first): the second keeps one order for every epoch."""
+    targets = {_set_epoch_receiver(c) for c in set_epochs}
+    bound = {id(g): _bound_names(index, g) for g in getters}
+    for g in getters:  # loaders only (not `results = test.test(...)`), and not evaluation's
+        names = bound[id(g)]
+        if any(_eval_name(n) for n in names) or not any(
+            w in n.lower() for n in names for w in ("loader", "sampler")
+        ):
+            bound[id(g)] = set()
+    served = [g for g in getters if bound[id(g)] & targets]
+    if not served:
+        return []  # the epoch is set through a name we cannot tie to one of them
+    first = served[0]
+    return [
+        Hit(
+            g,
+            "DDL003",
+            f"the loader from {dotted(g.func) or 'a helper'}() has a shuffling "
+            f"DistributedSampler, but set_epoch(epoch) is called only for the loader of line "
+            f"{first.lineno}: every epoch uses the same order",
+        )
+        for g in getters
+        if bound[id(g)] and not bound[id(g)] & targets
+    ]
+
+
+def _set_epoch_receiver(call: ast.Call) -> str:
+    """`train_sampler` for `train_sampler.set_epoch(e)`, `loader` for
+    `loader.sampler.set_epoch(e)`."""
+    recv = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if isinstance(recv, ast.Attribute) and recv.attr in ("sampler", "batch_sampler"):
+        recv = recv.value
+    return (dotted(recv) if recv is not None else "") or ""
+
+
+def _bound_names(index: ModuleIndex, call: ast.Call) -> set[str]:
+    """The names a plain assignment of the call binds (`loader, sampler = get(...)`)."""
+    parent = index.parent(call)
+    if not isinstance(parent, ast.Assign) or parent.value is not call:
+        return set()
+    out: set[str] = set()
+    for target in parent.targets:
+        for t in target.elts if isinstance(target, ast.Tuple) else [target]:
+            name = dotted(t)
+            if name:
+                out.add(name)
+    return out
 
 
 # What a sampler that draws a new order says (torch's DistributedSampler: a seeded randperm).
