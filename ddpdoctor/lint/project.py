@@ -124,7 +124,36 @@ def callee_ref(call: ast.Call) -> Ref | None:
         recv = dotted(func.value)
         if recv is not None:
             return ("attr", recv, func.attr)
+    if isinstance(func, ast.Call):
+        return _picked_by_name(func)
     return None
+
+
+def callee_label(call: ast.Call) -> str:
+    """The callee as a message names it: `utils.init_distributed_mode`, or
+    `common_utils.init_dist_*` for one picked by a name made at run time."""
+    ref = callee_ref(call)
+    if ref is None:
+        return "a helper"
+    return ref[1] if ref[0] == "name" else f"{ref[1]}.{ref[2]}"
+
+
+def _picked_by_name(call: ast.Call) -> Ref | None:
+    """`getattr(common_utils, "init_dist_%s" % launcher)`: one of the module's functions whose
+    names start so (`init_dist_pytorch`, `init_dist_slurm`), as ("attr", module, "init_dist_*")."""
+    if getattr(call.func, "id", None) != "getattr" or len(call.args) < 2:
+        return None
+    recv, name = dotted(call.args[0]), call.args[1]
+    if isinstance(name, ast.BinOp) and isinstance(name.op, ast.Mod | ast.Add):
+        name = name.left
+    elif isinstance(name, ast.JoinedStr) and name.values:
+        name = name.values[0]
+    elif isinstance(name, ast.Call) and getattr(name.func, "attr", None) == "format":
+        name = name.func.value  # type: ignore[attr-defined]
+    if recv is None or not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+        return None
+    prefix = name.value.split("%", 1)[0].split("{", 1)[0]
+    return ("attr", recv, prefix + "*") if len(prefix) >= 4 else None
 
 
 # A module without any of these words has no effect of its own; it is only read further when it
@@ -1329,6 +1358,10 @@ class Project:
         else:
             return None
         target = self._module(mod.path, module, level)
+        if target is not None and attr.endswith("*"):  # picked by a name made at run time
+            if not target.complete:
+                target = self._complete(target)
+            attr = next((n for n in sorted(target.functions) if n.startswith(attr[:-1])), "")
         return None if target is None else self.resolve(target, ("name", attr), depth + 1)
 
     def _through_star(
@@ -1386,6 +1419,8 @@ def _names_an_import(index: ModuleIndex, call: ast.Call) -> bool:
     func = call.func
     if type(func) is ast.Name:
         return func.id in index.from_imports
+    if type(func) is ast.Call and func.args:  # `getattr(common_utils, "init_dist_%s" % l)(...)`
+        func = func.args[0]
     while type(func) is ast.Attribute:
         func = func.value
     return type(func) is ast.Name and (

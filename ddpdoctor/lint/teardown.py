@@ -17,11 +17,10 @@ from ddpdoctor.lint.index import (
     FUNC_TYPES,
     ModuleIndex,
     destroys_default_group,
-    dotted,
     last_name,
     position,
 )
-from ddpdoctor.lint.project import Project, external_effects, program_effects
+from ddpdoctor.lint.project import Project, callee_label, external_effects, program_effects
 
 TEARDOWN_WORDS = ("destroy", "cleanup", "clean_up", "teardown", "shutdown", "finalize")
 DESTROY = "destroy_process_group"
@@ -187,7 +186,7 @@ def _hit(index: ModuleIndex, first: ast.Call, where: str) -> Hit:
     how = (
         ""
         if index.callee_name(first) == "init_process_group"
-        else (f" (set up through {dotted(first.func) or 'a helper'}())")
+        else (f" (set up through {callee_label(first)}())")
     )
     return Hit(
         first,
