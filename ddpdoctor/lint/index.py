@@ -560,6 +560,8 @@ class ModuleIndex:
         if isinstance(func, ast.Name):
             if func.id in self.classes:
                 return self._methods_of(self.classes[func.id], "__init__")
+            if func.id not in self.functions:
+                return self._chosen_functions(func.id, call)
             return [
                 f
                 for f in self.functions.get(func.id, ())
@@ -581,6 +583,20 @@ class ModuleIndex:
                 return self._methods_of(self.classes[recv], func.attr)
             return self._methods_on(func.value, func.attr, methods)
         return []
+
+    def _chosen_functions(
+        self, name: str, call: ast.Call
+    ) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+        """A name every value of which is a plain function of this file, or a choice between
+        such (`validate_fn = validate if flat else validate_sphere`): all of them may run."""
+        out: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        for value in self.values_of(name, call):
+            options = (value.body, value.orelse) if isinstance(value, ast.IfExp) else (value,)
+            for option in options:
+                if not (isinstance(option, ast.Name) and option.id in self.functions):
+                    return []
+                out += [f for f in self.functions[option.id] if not self.enclosing_class(f)]
+        return out
 
     def _visible_from(self, func: ast.AST, call: ast.Call) -> bool:
         """A function defined inside another one (the `print` override of
