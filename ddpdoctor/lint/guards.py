@@ -85,6 +85,9 @@ def _int(expr: ast.AST) -> int | None:
 
 def _atom(test: ast.AST) -> int:
     """+1: true only on rank 0; -1: true only off rank 0; 0: cannot tell."""
+    inner, truth = _truth(test)  # `accelerator.is_main_process == True`
+    if inner is not test:
+        return _atom(inner) * (1 if truth else -1)
     if rank0_name(test):
         return 1
     if isinstance(test, (ast.Name, ast.Attribute)) and _rankish(test):

@@ -504,10 +504,24 @@ class ModuleIndex:
 
     @cached_property
     def framework_run(self) -> bool:
-        """A framework runs the program: it uses one and sets no group up itself. A script
-        that calls `init_process_group` has a plain DDP path (`--dist`) beside its framework
-        branch (`--use_accelerate`), and nothing guards that path's writes for it."""
+        """A framework runs the program (shards the data, sets the epoch, picks the devices):
+        it uses one and sets no group up itself. A script that calls `init_process_group` has
+        a plain DDP path (`--dist`) beside its framework branch (`--use_accelerate`)."""
         return self.uses_framework and not self.init_calls
+
+    @cached_property
+    def framework_writes(self) -> bool:
+        """A framework that also guards the program's output runs it (Lightning's hooks and
+        callbacks, DeepSpeed's engine). Accelerate guards nothing: its launcher runs the whole
+        script once per process, so a raw `torch.save` there is every process's
+        (`accelerator.is_main_process` is the guard; `accelerator.save` is its own)."""
+        if not self.framework_run:
+            return False
+        used = self.name_loads
+        roots = {v.split(".", 1)[0] for k, v in self.aliases.items() if k in used}
+        roots |= {k for k in self.aliases if k in used}
+        roots |= {k for k, v in self.module_imports.items() if k == v and k in used}
+        return bool(roots & (FRAMEWORKS - {"accelerate"}))
 
     # -- structure ----------------------------------------------------------------------------
     def parent(self, node: ast.AST) -> ast.AST | None:

@@ -48,6 +48,8 @@ MARKERS = ("init_process_group", "DistributedDataParallel", "DistributedSampler"
 MARKERS += ("DDP", "scaler", "FullyShardedDataParallel")
 # A script whose set-up is all in a helper module (`dist_util.setup_dist()`).
 MARKERS += ("init_dist", "setup_dist", "dist_init", "ddp_setup", "setup_ddp", "init_ddp")
+# An Accelerate script: its launcher runs it once per process, as torchrun runs a DDP script.
+MARKERS += ("Accelerator(",)
 MARKER_BYTES = tuple(m.encode() for m in MARKERS)
 TREE_WORDS = (b"__main__", *MARKER_BYTES)
 

@@ -392,7 +392,12 @@ def _given_log_file(index: ModuleIndex, call: ast.Call, effects: frozenset[str] 
 
 
 def _chosen_by_rank(index: ModuleIndex, arg: ast.expr) -> bool:
-    """A name one of whose values is set under a rank test (`if rank == 0: level = "INFO"`)."""
+    """A name one of whose values is set under a rank test (`if rank == 0: level = "INFO"`),
+    or a choice made by one (`out if accelerator.is_main_process else None`)."""
+    from ddpdoctor.lint.guards import implies_rank0
+
+    if isinstance(arg, ast.IfExp):
+        return implies_rank0(arg.test) or implies_rank0(arg.test, negated=True)
     if not isinstance(arg, (ast.Name, ast.Attribute)):
         return False
     values = index.values_of(dotted(arg) or "", arg)
@@ -444,6 +449,11 @@ def _writing_helper(index: ModuleIndex, call: ast.Call) -> bool:
         return False  # deeper down: reported where the write is, if anywhere
     if any(_mentions_rank(index, a) for a in _path_args(call)):
         return False  # `CSVLogger(f"{tag}_r{rank}.csv")`: a file per rank
+    if any(
+        isinstance(a, ast.IfExp) and _chosen_by_rank(index, a)
+        for a in [*call.args, *(k.value for k in call.keywords)]
+    ):
+        return False  # `Logger(out if accelerator.is_main_process else None)`: rank 0's file
     if rank0_goes_first(index, call):
         return False  # a download or cache that rank 0 fills first, the others then read
     return not _in_handler(index, call)  # `except: save_batch(b); raise`: the failing rank's
@@ -675,8 +685,10 @@ def _where_via(via: ast.Call | None) -> str:
 
 
 def check(index: ModuleIndex) -> list[Hit]:
-    if not (index.is_ddp_script or index.in_ddp_program) or index.framework_run:
-        return []
+    if index.framework_writes or not (
+        index.is_ddp_script or index.in_ddp_program or index.calls_by_name.get("Accelerator")
+    ):
+        return []  # an Accelerate script runs once per process, as a DDP script does
     note_built_classes(index)  # their constructors are judged in their own files, at the end
     if not (index.calls_by_name.get("backward") or index.wrapper_calls):
         # Sets up a group but trains nothing here: only what follows the set-up is judged.

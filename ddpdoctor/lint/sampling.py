@@ -459,8 +459,8 @@ def _helper_samplers(index: ModuleIndex) -> list[Hit]:
     project = index.project
     calls = index.calls_by_name.get("set_epoch", ())
     moving = [c for c in calls if not _never_moves(index, c)]
-    if project is None:
-        return []
+    if project is None or index.framework_run:
+        return []  # Accelerate's prepared loaders set their sampler's epoch themselves
     if not calls and "set_epoch" in index.attr_names:
         return []  # handed over (`hooks.append(sampler.set_epoch)`), not called here
     effects = program_effects(index)
