@@ -264,15 +264,20 @@ def _star_imported_from_project(index: ModuleIndex, name: str) -> bool:
 
 def _plain_logger_here(index: ModuleIndex, recv: ast.expr) -> bool:
     """Every value the receiver may hold here is a plain `logging.getLogger(...)`: a logger
-    returned by a helper (`logger = setup_logger(rank=...)`) may be rank-aware."""
+    returned by a helper (`logger = setup_logger(rank=...)`) may be rank-aware. A name with no
+    value here was imported as a plain logger (see _imported_plain_loggers)."""
     values = index.values_of(dotted(recv) or "", recv)
+    if not values and isinstance(recv, ast.Name) and recv.id in index.from_imports:
+        return True
     return bool(values) and all(
         isinstance(v, ast.Call) and index.qualname(v.func) == "logging.getLogger" for v in values
     )
 
 
 def _plain_loggers(index: ModuleIndex) -> set[str]:
-    """Logger names set up with logging.getLogger and no rank-aware level, filter or handler."""
+    """Logger names set up with logging.getLogger and no rank-aware level, filter or handler;
+    also one imported from a module of the project that binds it so at its top level
+    (`from tools.common import logger`, where `logger = logging.getLogger()`)."""
     if _rank_aware_logging(index):
         return set()
     names = set()
@@ -282,7 +287,39 @@ def _plain_loggers(index: ModuleIndex) -> set[str]:
             for _, v in entries
         ):
             names.add(key)
-    return names
+    return names | _imported_plain_loggers(index)
+
+
+def _imported_plain_loggers(index: ModuleIndex) -> set[str]:
+    """Names imported from a module of the project whose top level binds them to a plain
+    `logging.getLogger(...)`."""
+    from ddpdoctor.lint.project import from_import_target
+
+    out = set()
+    for local in index.from_imports:
+        if "log" not in local.lower() or local in index.bindings:
+            continue
+        found = from_import_target(index, local)
+        if found is None:
+            continue
+        name = index.from_imports[local][2]
+        plain = re.compile(
+            rb"(?m)^" + re.escape(name.encode()) + rb"[ \t]*=[ \t]*logging\.getLogger\("
+        )
+        try:
+            text = read_bytes(found[0])
+        except OSError:
+            continue
+        if plain.search(text) and not RANKED_LOG_SETUP.search(text):
+            out.add(local)
+    return out
+
+
+# A logging set-up line that names the rank (yolov9's `level = logging.INFO if verbose and rank
+# in {-1, 0} else logging.ERROR` in utils/general.py): that module's loggers are per rank.
+RANKED_LOG_SETUP = re.compile(
+    rb"(?im)^.*(?:setLevel|basicConfig|addFilter|NullHandler|level[ \t]*=).*rank"
+)
 
 
 def _file_loggers(index: ModuleIndex) -> frozenset[str]:
