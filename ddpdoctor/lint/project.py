@@ -167,7 +167,8 @@ EFFECT_WORDS += ("builtins.print", "builtin__.print", "sys.stdout")
 # modules), or that calls set_epoch for its caller (`train_one_epoch(loader, epoch)`).
 EFFECT_WORDS += ("DistributedSampler", "set_epoch")
 # A helper that writes a file (`save_model(args, model)`): on every rank unless it tests the rank.
-EFFECT_WORDS += ("torch.save", "FileHandler", "SummaryWriter", "open(")
+EFFECT_WORDS += ("torch.save", "FileHandler", "SummaryWriter", "open(", "shutil.copy")
+EFFECT_WORDS += ("np.save", "numpy.save")
 # Logging set up by the rank (`basicConfig(level=INFO if rank in [-1, 0] else WARN)`) in a
 # helper: the program's log calls are then rank-0-only (`set_logging(rank)`, yolov5/yolov7).
 EFFECT_WORDS += ("basicConfig", "setLevel")
@@ -198,12 +199,32 @@ def _fixed_file(call: ast.Call) -> bool:
 IN_MEMORY_WORDS = ("buf", "mem", "bytes", "stream")
 
 
-def _writes_file(call: ast.Call, within: ast.AST | None = None) -> bool:
-    """`torch.save(...)` to a path or `open(path, "w"/"a")`: a helper that writes a file. The
-    mode may be a parameter of the function `within` whose default writes (dnnlib's
-    `Logger(file_name, file_mode="w")` doing `open(file_name, file_mode)`)."""
+# Library calls that write a file, and which argument is its path: numpy's savers, shutil's
+# copies (`shutil.copyfile(config, join(out, "config.json"))`, a config copied into the run).
+LIBRARY_WRITES = {("np", n): 0 for n in ("save", "savez", "savez_compressed", "savetxt")}
+LIBRARY_WRITES |= {("numpy", n): 0 for n in ("save", "savez", "savez_compressed", "savetxt")}
+LIBRARY_WRITES |= {("shutil", n): 1 for n in ("copy", "copyfile", "copy2")}
+
+
+def written_path(call: ast.Call) -> ast.expr | None:
+    """The path a writing call of _writes_file's kinds writes."""
     func = call.func
     if isinstance(func, ast.Attribute):
+        at = 1 if func.attr == "save" and dotted(func.value) == "torch" else None
+        at = LIBRARY_WRITES.get((dotted(func.value) or "", func.attr), at)
+        return call.args[at] if at is not None and len(call.args) > at else None
+    return call.args[0] if call.args else None
+
+
+def _writes_file(call: ast.Call, within: ast.AST | None = None) -> bool:
+    """`torch.save(...)` to a path, `open(path, "w"/"a")`, numpy's savers and shutil's copies:
+    a helper that writes a file. The mode may be a parameter of the function `within` whose
+    default writes (dnnlib's `Logger(file_name, file_mode="w")` doing `open(file_name,
+    file_mode)`)."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        if (dotted(func.value) or "", func.attr) in LIBRARY_WRITES:
+            return written_path(call) is not None
         if func.attr != "save" or dotted(func.value) != "torch" or len(call.args) < 2:
             return False
         target = (dotted(call.args[1]) or "").lower()
@@ -214,6 +235,59 @@ def _writes_file(call: ast.Call, within: ast.AST | None = None) -> bool:
             mode = _parameter_default(within, mode.id)
         return isinstance(mode, ast.Constant) and any(c in str(mode.value) for c in "wax")
     return False
+
+
+def per_item_path(path: ast.expr | None, loops: list[ast.AST]) -> bool:
+    """The written path is built from a data item of an enclosing loop over a loader (`for img,
+    name in loader: np.save(join(out, f"{name}.npy"), ...)`, or an inner loop over the batch's
+    own fields): each rank writes the items of its own shard, not one shared file. The counter
+    of `enumerate(loader)` is no data item (`ckpt_{step}.pt` is one file for every rank)."""
+    fors = [loop for loop in loops if isinstance(loop, ast.For)]
+    if path is None or not any(_over_a_loader(loop.iter) for loop in fors):
+        return False
+    used = {n.id for n in ast.walk(path) if isinstance(n, ast.Name)}
+    for loop in fors:  # one step back: `save_path = join(out, name + ".npz")` in the loop
+        for node in ast.walk(loop):
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id in used for t in node.targets
+            ):
+                used |= {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+    return any(used & _item_names(loop) for loop in fors)
+
+
+def _over_a_loader(expr: ast.expr) -> bool:
+    """`loader`, `enumerate(tqdm(train_loader))`, `log_every(data_loader, 10)`."""
+    return any(
+        "loader" in (dotted(n) or "").lower()
+        for n in ast.walk(expr)
+        if isinstance(n, (ast.Name, ast.Attribute))
+    )
+
+
+def _item_names(loop: ast.For) -> set[str]:
+    """The names a loop binds to data: all of its target, less enumerate's counter; none of
+    a `range()` loop's (a metric or step index)."""
+    if isinstance(loop.iter, ast.Call) and getattr(loop.iter.func, "id", None) == "range":
+        return set()
+    target: ast.AST = loop.target
+    if (
+        isinstance(loop.iter, ast.Call)
+        and getattr(loop.iter.func, "id", None) == "enumerate"
+        and isinstance(target, ast.Tuple)
+        and target.elts
+    ):
+        target = ast.Tuple(elts=target.elts[1:])
+    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+
+
+def _loops_around(node: ast.AST, func: ast.AST) -> list[ast.AST]:
+    """The `for` loops of func whose bodies hold node (a write is rare: walked when met)."""
+    return [
+        loop
+        for loop in ast.walk(func)
+        if isinstance(loop, ast.For)
+        and any(n is node for n in ast.walk(loop) if n is not loop.iter)
+    ]
 
 
 def _parameter_default(func: ast.AST, name: str) -> ast.expr | None:
@@ -266,8 +340,9 @@ def _names_rank(expr: ast.AST) -> bool:
 def _per_rank_file(call: ast.Call, func: ast.AST) -> bool:
     """The written path names the rank (`f"results{args.rank}.json"`, or a name of the
     function assigned such a path, `savepath = ....format(get_rank())`): one file per rank."""
-    # _writes_file's two forms: torch.save(obj, path) and open(path, mode).
-    path = call.args[1] if isinstance(call.func, ast.Attribute) else call.args[0]
+    path = written_path(call)
+    if path is None:
+        return False
     if _names_rank(path):
         return True
     if not isinstance(path, ast.Name):
@@ -570,7 +645,11 @@ def _call_fact(facts: FuncFacts, node: ast.Call, func: ast.AST, names: set[str],
         facts.direct.add("set_epoch")
     elif last == "init" and dotted(callee) == "wandb.init":
         facts.direct.update(("writes", "tracks"))  # a tracker run: one per call
-    elif _writes_file(node, func) and not _per_rank_file(node, func):
+    elif (
+        _writes_file(node, func)
+        and not _per_rank_file(node, func)
+        and not per_item_path(written_path(node), _loops_around(node, func))
+    ):
         facts.direct.add("writes")
     elif last in FILE_MAKERS and _fixed_file(node):
         facts.direct.add("writes")  # `FileHandler("log.txt")`: one file, whoever calls

@@ -64,6 +64,11 @@ IMAGE_WRITERS = frozenset({"save_image", "savefig", "imwrite", "imsave"})
 WRITE_CALLS = ("save", "open", "SummaryWriter", "FileHandler", "init", "log", "basicConfig")
 WRITE_CALLS += ("add",)  # loguru's `logger.add(sink)`
 WRITE_CALLS += tuple(IMAGE_WRITERS)
+# Files written by a library call: numpy's savers (the path first) and shutil's copies (the
+# destination second), a config or a result copied into the run's folder on every rank.
+FILE_SAVERS = {f"numpy.{n}": 0 for n in ("save", "savez", "savez_compressed", "savetxt")}
+FILE_SAVERS |= {f"shutil.{n}": 1 for n in ("copy", "copyfile", "copy2")}
+WRITE_CALLS += ("savez", "savez_compressed", "savetxt", "copy", "copyfile", "copy2")
 
 
 def _in_memory(index: ModuleIndex, target: ast.AST | None) -> bool:
@@ -84,6 +89,35 @@ def _in_memory(index: ModuleIndex, target: ast.AST | None) -> bool:
 
 
 def _write(index: ModuleIndex, call: ast.Call) -> str | None:
+    """What kind of write a call is (see _write_kind), unless it writes one file per data item
+    of the rank's own batches (see _per_item_file)."""
+    what = _write_kind(index, call)
+    return None if what is None or _per_item_file(index, call) else what
+
+
+def _per_item_file(index: ModuleIndex, call: ast.Call) -> bool:
+    """One file per data item of the rank's own batches (see project.per_item_path)."""
+    from ddpdoctor.lint.project import per_item_path
+
+    return per_item_path(_written_path(index, call), index.enclosing_loops(call))
+
+
+def _written_path(index: ModuleIndex, call: ast.Call) -> ast.expr | None:
+    """The path argument of a write _write_kind knows."""
+    qual, name = index.qualname(call.func), index.callee_name(call)
+    if qual in FILE_SAVERS:
+        at = FILE_SAVERS[qual]
+        return call.args[at] if len(call.args) > at else None
+    if qual == "torch.save":
+        return call.args[1] if len(call.args) > 1 else kwarg(call, "f")
+    if name == "save_image":
+        return call.args[1] if len(call.args) > 1 else kwarg(call, "fp")
+    if name in ("open", *IMAGE_WRITERS):
+        return call.args[0] if call.args else None
+    return None
+
+
+def _write_kind(index: ModuleIndex, call: ast.Call) -> str | None:
     """What kind of write a call is (`torch.save`, "open(..., 'w')", `SummaryWriter`,
     `wandb.log`, a log file, an image), or None. A path built with the rank is per rank."""
     name = index.callee_name(call)
@@ -109,6 +143,12 @@ def _write(index: ModuleIndex, call: ast.Call) -> str | None:
         if name == "save_image" and kwarg(call, "fp") is not None:
             path = kwarg(call, "fp")
         return None if _mentions_rank(index, path) else f"{dotted(call.func) or name}(...)"
+    if qual in FILE_SAVERS:
+        at = FILE_SAVERS[qual]
+        path = call.args[at] if len(call.args) > at else kwarg(call, ("file", "dst")[at])
+        if path is None or _mentions_rank(index, path) or _copies_own_save(index, call):
+            return None
+        return f"{qual.replace('numpy.', 'np.')}(...)"
     if name == "save" and index.qualname(call.func) == "torch.save":
         path = call.args[1] if len(call.args) > 1 else kwarg(call, "f")
         if _in_memory(index, path):
@@ -124,6 +164,18 @@ def _write(index: ModuleIndex, call: ast.Call) -> str | None:
             return None  # silencing output off rank 0, not writing a file
         return None if _mentions_rank(index, call.args[0]) else f"open(..., {mode.value!r})"
     return None
+
+
+def _copies_own_save(index: ModuleIndex, call: ast.Call) -> bool:
+    """`shutil.copyfile(filename, "model_best.pth")` of a file its function saved itself
+    (`torch.save(state, filename)`): that save is the write reported."""
+    if not call.args or not index.qualname(call.func).startswith("shutil."):
+        return False
+    source, scope = ast.dump(call.args[0]), index.scope_of(call)
+    return any(
+        index.scope_of(save) is scope and len(save.args) > 1 and ast.dump(save.args[1]) == source
+        for save in index.calls_named("save")
+    )
 
 
 def _file_sink(sink: ast.expr | None) -> bool:
