@@ -243,15 +243,23 @@ def per_item_path(path: ast.expr | None, loops: list[ast.AST]) -> bool:
     own fields): each rank writes the items of its own shard, not one shared file. The counter
     of `enumerate(loader)` is no data item (`ckpt_{step}.pt` is one file for every rank)."""
     fors = [loop for loop in loops if isinstance(loop, ast.For)]
-    if path is None or not any(_over_a_loader(loop.iter) for loop in fors):
+    if path is None:
         return False
     used = {n.id for n in ast.walk(path) if isinstance(n, ast.Name)}
+    # `for day in range(rank, days, world_size)`: the loop itself deals the items out by rank.
+    dealt = [loop for loop in fors if _names_rank(loop.iter)]
+    if not dealt and not any(_over_a_loader(loop.iter) for loop in fors):
+        return False
     for loop in fors:  # one step back: `save_path = join(out, name + ".npz")` in the loop
         for node in ast.walk(loop):
             if isinstance(node, ast.Assign) and any(
                 isinstance(t, ast.Name) and t.id in used for t in node.targets
             ):
                 used |= {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+    if any(
+        used & {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)} for loop in dealt
+    ):
+        return True
     return any(used & _item_names(loop) for loop in fors)
 
 
