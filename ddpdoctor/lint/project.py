@@ -24,6 +24,7 @@ from ddpdoctor.lint.index import (
     destroys_default_group,
     dotted,
     import_key,
+    is_const,
     kwarg,
     spawn_target,
 )
@@ -296,6 +297,54 @@ def _loops_around(node: ast.AST, func: ast.AST) -> list[ast.AST]:
         if isinstance(loop, ast.For)
         and any(n is node for n in ast.walk(loop) if n is not loop.iter)
     ]
+
+
+WRITES_IF = "writes_if:"  # a fact: writes only when the caller passes this parameter
+
+
+def _optional_switch(node: ast.AST, func: ast.AST) -> str | None:
+    """`writes_if:<param>:<position>` for a write under `if param:` / `if param is not None:`
+    where the parameter defaults to None or False (NVAE's `create_exp_dir(path,
+    scripts_to_save=None)` copies the scripts only when handed them)."""
+    args = getattr(func, "args", None)
+    if not isinstance(args, ast.arguments):
+        return None
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+    for test_holder in ast.walk(func):
+        if not isinstance(test_holder, ast.If) or not any(
+            n is node for stmt in test_holder.body for n in ast.walk(stmt)
+        ):
+            continue
+        test = test_holder.test
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            if not (isinstance(test.ops[0], ast.IsNot) and is_const(test.comparators[0], None)):
+                continue
+            test = test.left
+        if not isinstance(test, ast.Name):
+            continue
+        default = _parameter_default(func, test.id)
+        if isinstance(default, ast.Constant) and default.value in (None, False):
+            where = positional.index(test.id) if test.id in positional else -1
+            return f"{WRITES_IF}{test.id}:{where}"
+    return None
+
+
+def passes_switch(call: ast.Call, facts: FuncFacts | None, method: bool = False) -> bool:
+    """The call hands the callee a parameter one of its writes depends on (see
+    _optional_switch); `method`: the callee's first positional parameter is `self`."""
+    if facts is None or "rank_aware" in facts.direct:
+        return False
+    for fact in facts.direct:
+        if not fact.startswith(WRITES_IF):
+            continue
+        name, _, where = fact[len(WRITES_IF) :].rpartition(":")
+        at = int(where) - (1 if method else 0)
+        value = next((k.value for k in call.keywords if k.arg == name), None)
+        if value is None and 0 <= at < len(call.args):
+            value = call.args[at]
+        if value is not None and not (is_const(value, None) or is_const(value, False)):
+            return True
+    return False
 
 
 def _parameter_default(func: ast.AST, name: str) -> ast.expr | None:
@@ -658,7 +707,7 @@ def _call_fact(facts: FuncFacts, node: ast.Call, func: ast.AST, names: set[str],
         and not _per_rank_file(node, func)
         and not per_item_path(written_path(node), _loops_around(node, func))
     ):
-        facts.direct.add("writes")
+        facts.direct.add(_optional_switch(node, func) or "writes")
     elif last in FILE_MAKERS and _fixed_file(node):
         facts.direct.add("writes")  # `FileHandler("log.txt")`: one file, whoever calls
     elif last in FILE_MAKERS:
@@ -1498,6 +1547,7 @@ class Project:
             # A function that tests the rank guards its own writes (and its callees'): its
             # caller does not write on every rank through it.
             out -= {"rank_aware", "writes"}
+            out = {e for e in out if not e.startswith(WRITES_IF)}
         self._effects[key] = frozenset(out)
         return self._effects[key]
 

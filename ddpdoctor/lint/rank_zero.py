@@ -27,9 +27,11 @@ from ddpdoctor.lint.index import (
     position,
 )
 from ddpdoctor.lint.project import (
+    WRITES_IF,
     external_effects,
     imported_name,
     passes_rank,
+    passes_switch,
     program_effects,
     project_target,
 )
@@ -431,7 +433,7 @@ def _writes_itself(index: ModuleIndex, call: ast.Call) -> bool:
     facts = found[0].functions.get(found[1]) if found else None
     if facts is None:
         return False
-    if {"writes", "opens_log"} & facts.direct:
+    if {"writes", "opens_log"} & facts.direct or passes_switch(call, facts):
         return True
     # A saving helper that writes through a function of its own module (`save_best_model` ->
     # `save_model`), unless it tests the rank or is handed one (it may decide per rank).
@@ -531,7 +533,9 @@ def _writing_helper(index: ModuleIndex, call: ast.Call) -> bool:
     rank (`save_model(args, model)` doing torch.save, `init_logger(log_file_path=out)`)."""
     effects = external_effects(index, call) or ()
     if index.resolve_call(call) or not (
-        "writes" in effects or _given_log_file(index, call, effects)
+        "writes" in effects
+        or _given_log_file(index, call, effects)
+        or any(e.startswith(WRITES_IF) for e in effects)
     ):
         return False
     if not _writes_itself(index, call):
@@ -550,7 +554,8 @@ def _writing_helper(index: ModuleIndex, call: ast.Call) -> bool:
 
 def _helper_writes(index: ModuleIndex) -> list[Hit]:
     """A writing helper's call made on every rank here."""
-    if not {"writes", "opens_log"} & program_effects(index):
+    effects = program_effects(index)
+    if not {"writes", "opens_log"} & effects and not any(e.startswith(WRITES_IF) for e in effects):
         return []
     hits: list[Hit] = []
     for call in index.calls:
