@@ -335,6 +335,16 @@ def _bare_cuda_without_set_device(index: ModuleIndex) -> list[Hit]:
         if rank0_only(index, call):
             continue  # rank 0's own work (validation, sampling): GPU 0 is its GPU
         if isinstance(call.func, ast.Attribute) and not call.args and not kwarg(call, "device"):
+            wrap = _wrapped_without_device_ids(index, call)
+            if wrap is not None:  # the mistake shows where DDP takes the model: as tune marks it
+                return [
+                    Hit(
+                        wrap,
+                        "DDL004",
+                        f"DDP without device_ids around a model moved with a bare .cuda() on "
+                        f"line {call.lineno}, and no torch.cuda.set_device: every rank uses GPU 0",
+                    )
+                ]
             return [
                 Hit(
                     call,
@@ -344,6 +354,22 @@ def _bare_cuda_without_set_device(index: ModuleIndex) -> list[Hit]:
                 )
             ]
     return []
+
+
+def _wrapped_without_device_ids(index: ModuleIndex, cuda: ast.Call) -> ast.Call | None:
+    """The DDP call of the same function that wraps what `model.cuda()` moved, after it and
+    without device_ids (`model.cuda(); model = DDP(model)`, or `DDP(model.cuda())`)."""
+    moved = dotted(cuda.func.value) if isinstance(cuda.func, ast.Attribute) else None
+    scope = index.scope_of(cuda)
+    for ddp in index.calls_named(*DDP_NAMES):
+        if index.scope_of(ddp) is not scope or position(ddp) < position(cuda) or not ddp.args:
+            continue
+        if kwarg(ddp, "device_ids") is not None or len(ddp.args) > 1:
+            continue
+        first = ddp.args[0]
+        if first is cuda or (moved is not None and dotted(first) == moved):
+            return ddp
+    return None
 
 
 def check(index: ModuleIndex) -> list[Hit]:

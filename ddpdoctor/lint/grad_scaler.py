@@ -25,19 +25,22 @@ class _Event:
 
 
 class _Branches:
-    """Which arm of each enclosing if/else a call sits in, to tell exclusive calls apart."""
+    """Which arm of each enclosing if/else a call sits in, to tell exclusive calls apart. Two
+    `if`s that ask the same call-free test are one decision (P5: `if fp16 and native_amp:`
+    scales the backward, and the `elif`/`else` of the same test later clips apex's or plain
+    gradients: never after a scaled backward)."""
 
     def __init__(self, index: ModuleIndex) -> None:
         self.index = index
-        self.cache: dict[int, dict[int, str]] = {}
+        self.cache: dict[int, dict[int | str, str]] = {}
 
-    def arms(self, node: ast.AST) -> dict[int, str]:
+    def arms(self, node: ast.AST) -> dict[int | str, str]:
         if id(node) not in self.cache:
-            arms: dict[int, str] = {}
+            arms: dict[int | str, str] = {}
             child = node
             for anc in self.index.ancestors(node):
                 if isinstance(anc, ast.If):
-                    arms[id(anc)] = "body" if child in anc.body else "orelse"
+                    arms[_decision(anc)] = "body" if child in anc.body else "orelse"
                 child = anc
             self.cache[id(node)] = arms
         return self.cache[id(node)]
@@ -45,6 +48,14 @@ class _Branches:
     def exclusive(self, a: ast.AST, b: ast.AST) -> bool:
         arms_a, arms_b = self.arms(a), self.arms(b)
         return any(arms_b.get(k, arm) != arm for k, arm in arms_a.items())
+
+
+def _decision(node: ast.If) -> int | str:
+    """The test's text when it calls nothing (asked twice, it answers the same), else the
+    `if` itself."""
+    if any(isinstance(n, ast.Call) for n in ast.walk(node.test)):
+        return id(node)
+    return ast.dump(node.test)
 
 
 def _skips_the_step(index: ModuleIndex, call: ast.Call) -> bool:
@@ -198,9 +209,9 @@ class _StepOrder:
                     "it raises 'unscale_() has already been called'",
                 )
         u_loops = self.index.enclosing_loops(u.call)
-        for s in self.events:
-            if s.kind != "S" or s.scaler != u.scaler or position(s.call) < position(u.call):
-                continue
+        # Only the step that consumes this unscale_, the next one: a leftover step after the
+        # loop (minimind's partial accumulation flushed at the end) is another step's.
+        for s in self._next_step(u):
             extra = [loop for loop in u_loops if loop not in self.index.enclosing_loops(s.call)]
             if extra:
                 return Hit(
@@ -218,6 +229,15 @@ class _StepOrder:
                     f"{gate.lineno} passes: the second unscale_ before a step raises",
                 )
         return None
+
+    def _next_step(self, u: _Event) -> list[_Event]:
+        """The first `step` of u's scaler after u, if any."""
+        later = [
+            e
+            for e in self.events
+            if e.kind == "S" and e.scaler == u.scaler and position(e.call) >= position(u.call)
+        ]
+        return sorted(later, key=lambda e: position(e.call))[:1]
 
     def accumulation_gate(self, u: ast.Call, s: ast.Call) -> ast.If | None:
         """`if (i + 1) % accum == 0: scaler.step(...)` in the same loop as an unconditional
