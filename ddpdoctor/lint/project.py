@@ -168,7 +168,11 @@ EFFECT_WORDS += ("builtins.print", "builtin__.print", "sys.stdout")
 # modules), or that calls set_epoch for its caller (`train_one_epoch(loader, epoch)`).
 EFFECT_WORDS += ("DistributedSampler", "set_epoch")
 # A helper that writes a file (`save_model(args, model)`): on every rank unless it tests the rank.
-EFFECT_WORDS += ("torch.save", "FileHandler", "SummaryWriter", "open(", "shutil.copy")
+EFFECT_WORDS += ("torch.save", "FileHandler", "SummaryWriter", "shutil.copy")
+# `open(path, "w")`: the write modes, not "open(" (most modules read files; few write them).
+EFFECT_WORDS += tuple(
+    f"{q}{m}{q}" for m in ("w", "wb", "a", "ab", "w+", "a+", "wt", "at") for q in "'\""
+)
 EFFECT_WORDS += ("np.save", "numpy.save")
 # Logging set up by the rank (`basicConfig(level=INFO if rank in [-1, 0] else WARN)`) in a
 # helper: the program's log calls are then rank-0-only (`set_logging(rank)`, yolov5/yolov7).
@@ -289,13 +293,36 @@ def _item_names(loop: ast.For) -> set[str]:
     return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
 
 
+def _enclosing_in(node: ast.AST, func: ast.AST) -> list[tuple[ast.AST, ast.AST]]:
+    """(ancestor, the child of it on the way down to node), innermost first, within func. A
+    write is rare, and the writes of one function come one after another: its parent map is
+    built once and kept for the next."""
+    if _PARENTS[0] is not func:
+        parents: dict[int, ast.AST] = {}
+        for parent in ast.walk(func):
+            for child in ast.iter_child_nodes(parent):
+                parents[id(child)] = parent
+        _PARENTS[:] = [func, parents]
+    parents = _PARENTS[1]
+    out: list[tuple[ast.AST, ast.AST]] = []
+    child, parent = node, parents.get(id(node))
+    while parent is not None:
+        out.append((parent, child))
+        if parent is func:
+            break
+        child, parent = parent, parents.get(id(parent))
+    return out
+
+
+_PARENTS: list = [None, {}]  # the last function's parent map (see _enclosing_in)
+
+
 def _loops_around(node: ast.AST, func: ast.AST) -> list[ast.AST]:
-    """The `for` loops of func whose bodies hold node (a write is rare: walked when met)."""
+    """The `for` loops of func whose bodies hold node."""
     return [
-        loop
-        for loop in ast.walk(func)
-        if isinstance(loop, ast.For)
-        and any(n is node for n in ast.walk(loop) if n is not loop.iter)
+        a
+        for a, child in _enclosing_in(node, func)
+        if isinstance(a, ast.For) and child is not a.iter
     ]
 
 
@@ -310,10 +337,8 @@ def _optional_switch(node: ast.AST, func: ast.AST) -> str | None:
     if not isinstance(args, ast.arguments):
         return None
     positional = [a.arg for a in (*args.posonlyargs, *args.args)]
-    for test_holder in ast.walk(func):
-        if not isinstance(test_holder, ast.If) or not any(
-            n is node for stmt in test_holder.body for n in ast.walk(stmt)
-        ):
+    for test_holder, child in _enclosing_in(node, func):
+        if not isinstance(test_holder, ast.If) or child not in test_holder.body:
             continue
         test = test_holder.test
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
