@@ -253,7 +253,7 @@ def per_item_path(path: ast.expr | None, loops: list[ast.AST]) -> bool:
     used = {n.id for n in ast.walk(path) if isinstance(n, ast.Name)}
     # `for day in range(rank, days, world_size)`: the loop itself deals the items out by rank.
     dealt = [loop for loop in fors if _names_rank(loop.iter)]
-    if not dealt and not any(_over_a_loader(loop.iter) for loop in fors):
+    if not dealt and not any(_iterates_loader(loop.iter) for loop in fors):
         return False
     for loop in fors:  # one step back: `save_path = join(out, name + ".npz")` in the loop
         for node in ast.walk(loop):
@@ -268,7 +268,7 @@ def per_item_path(path: ast.expr | None, loops: list[ast.AST]) -> bool:
     return any(used & _item_names(loop) for loop in fors)
 
 
-def _over_a_loader(expr: ast.expr) -> bool:
+def _iterates_loader(expr: ast.expr) -> bool:
     """`loader`, `enumerate(tqdm(train_loader))`, `log_every(data_loader, 10)`."""
     return any(
         "loader" in (dotted(n) or "").lower()

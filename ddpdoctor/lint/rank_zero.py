@@ -27,6 +27,7 @@ from ddpdoctor.lint.index import (
     position,
 )
 from ddpdoctor.lint.project import (
+    LIBRARY_WRITES,
     WRITES_IF,
     external_effects,
     imported_name,
@@ -66,11 +67,13 @@ IMAGE_WRITERS = frozenset({"save_image", "savefig", "imwrite", "imsave"})
 WRITE_CALLS = ("save", "open", "SummaryWriter", "FileHandler", "init", "log", "basicConfig")
 WRITE_CALLS += ("add",)  # loguru's `logger.add(sink)`
 WRITE_CALLS += tuple(IMAGE_WRITERS)
-# Files written by a library call: numpy's savers (the path first) and shutil's copies (the
-# destination second), a config or a result copied into the run's folder on every rank.
-FILE_SAVERS = {f"numpy.{n}": 0 for n in ("save", "savez", "savez_compressed", "savetxt")}
-FILE_SAVERS |= {f"shutil.{n}": 1 for n in ("copy", "copyfile", "copy2")}
-WRITE_CALLS += ("savez", "savez_compressed", "savetxt", "copy", "copyfile", "copy2")
+# Files written by a library call (numpy's savers, shutil's copies), by qualified name, with the
+# position of the path they write: project.LIBRARY_WRITES, which helpers' facts read too.
+FILE_SAVERS = {
+    f"{'numpy' if module == 'np' else module}.{name}": at
+    for (module, name), at in LIBRARY_WRITES.items()
+}
+WRITE_CALLS += tuple({name for _, name in LIBRARY_WRITES})
 
 
 def _in_memory(index: ModuleIndex, target: ast.AST | None) -> bool:
@@ -109,7 +112,7 @@ def _written_path(index: ModuleIndex, call: ast.Call) -> ast.expr | None:
     qual, name = index.qualname(call.func), index.callee_name(call)
     if qual in FILE_SAVERS:
         at = FILE_SAVERS[qual]
-        return call.args[at] if len(call.args) > at else None
+        return call.args[at] if len(call.args) > at else kwarg(call, ("file", "dst")[at])
     if qual == "torch.save":
         return call.args[1] if len(call.args) > 1 else kwarg(call, "f")
     if name == "save_image":
@@ -146,8 +149,7 @@ def _write_kind(index: ModuleIndex, call: ast.Call) -> str | None:
             path = kwarg(call, "fp")
         return None if _mentions_rank(index, path) else f"{dotted(call.func) or name}(...)"
     if qual in FILE_SAVERS:
-        at = FILE_SAVERS[qual]
-        path = call.args[at] if len(call.args) > at else kwarg(call, ("file", "dst")[at])
+        path = _written_path(index, call)
         if path is None or _mentions_rank(index, path) or _copies_own_save(index, call):
             return None
         return f"{qual.replace('numpy.', 'np.')}(...)"
