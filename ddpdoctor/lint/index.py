@@ -492,15 +492,19 @@ class ModuleIndex:
         return out
 
     @cached_property
-    def uses_framework(self) -> bool:
-        """Accelerate, Lightning, DeepSpeed and friends shard data and guard I/O themselves;
-        an import that nothing reads (`from accelerate import Accelerator` left in a plain DDP
-        script) hands them nothing."""
+    def framework_roots(self) -> frozenset[str]:
+        """The frameworks (FRAMEWORKS) this file reads: an import that nothing reads
+        (`from accelerate import Accelerator` left in a plain DDP script) hands them nothing."""
         used = self.name_loads
         roots = {v.split(".", 1)[0] for k, v in self.aliases.items() if k in used}
         roots |= {k for k in self.aliases if k in used}
         roots |= {k for k, v in self.module_imports.items() if k == v and k in used}
-        return bool(roots & FRAMEWORKS)
+        return frozenset(roots & FRAMEWORKS)
+
+    @cached_property
+    def uses_framework(self) -> bool:
+        """Accelerate, Lightning, DeepSpeed and friends shard data and guard I/O themselves."""
+        return bool(self.framework_roots)
 
     @cached_property
     def framework_run(self) -> bool:
@@ -515,13 +519,7 @@ class ModuleIndex:
         callbacks, DeepSpeed's engine). Accelerate guards nothing: its launcher runs the whole
         script once per process, so a raw `torch.save` there is every process's
         (`accelerator.is_main_process` is the guard; `accelerator.save` is its own)."""
-        if not self.framework_run:
-            return False
-        used = self.name_loads
-        roots = {v.split(".", 1)[0] for k, v in self.aliases.items() if k in used}
-        roots |= {k for k in self.aliases if k in used}
-        roots |= {k for k, v in self.module_imports.items() if k == v and k in used}
-        return bool(roots & (FRAMEWORKS - {"accelerate"}))
+        return self.framework_run and bool(self.framework_roots - {"accelerate"})
 
     # -- structure ----------------------------------------------------------------------------
     def parent(self, node: ast.AST) -> ast.AST | None:

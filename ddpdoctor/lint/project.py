@@ -354,16 +354,21 @@ def _optional_switch(node: ast.AST, func: ast.AST) -> str | None:
     return None
 
 
-def passes_switch(call: ast.Call, facts: FuncFacts | None, method: bool = False) -> bool:
+def may_write(effects: Iterable[str]) -> bool:
+    """A callee with these effects writes a file, always or when handed a switch."""
+    return any(e == "writes" or e.startswith(WRITES_IF) for e in effects)
+
+
+def passes_switch(call: ast.Call, facts: FuncFacts | None) -> bool:
     """The call hands the callee a parameter one of its writes depends on (see
-    _optional_switch); `method`: the callee's first positional parameter is `self`."""
+    _optional_switch)."""
     if facts is None or "rank_aware" in facts.direct:
         return False
     for fact in facts.direct:
         if not fact.startswith(WRITES_IF):
             continue
         name, _, where = fact[len(WRITES_IF) :].rpartition(":")
-        at = int(where) - (1 if method else 0)
+        at = int(where)
         value = next((k.value for k in call.keywords if k.arg == name), None)
         if value is None and 0 <= at < len(call.args):
             value = call.args[at]

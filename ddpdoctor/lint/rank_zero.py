@@ -28,9 +28,9 @@ from ddpdoctor.lint.index import (
 )
 from ddpdoctor.lint.project import (
     LIBRARY_WRITES,
-    WRITES_IF,
     external_effects,
     imported_name,
+    may_write,
     passes_rank,
     passes_switch,
     program_effects,
@@ -535,9 +535,7 @@ def _writing_helper(index: ModuleIndex, call: ast.Call) -> bool:
     rank (`save_model(args, model)` doing torch.save, `init_logger(log_file_path=out)`)."""
     effects = external_effects(index, call) or ()
     if index.resolve_call(call) or not (
-        "writes" in effects
-        or _given_log_file(index, call, effects)
-        or any(e.startswith(WRITES_IF) for e in effects)
+        may_write(effects) or _given_log_file(index, call, effects)
     ):
         return False
     if not _writes_itself(index, call):
@@ -557,7 +555,7 @@ def _writing_helper(index: ModuleIndex, call: ast.Call) -> bool:
 def _helper_writes(index: ModuleIndex) -> list[Hit]:
     """A writing helper's call made on every rank here."""
     effects = program_effects(index)
-    if not {"writes", "opens_log"} & effects and not any(e.startswith(WRITES_IF) for e in effects):
+    if "opens_log" not in effects and not may_write(effects):
         return []
     hits: list[Hit] = []
     for call in index.calls:

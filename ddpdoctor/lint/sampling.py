@@ -507,13 +507,7 @@ def _forgotten_siblings(
     (`loader, sampler = get_train_loader(...)` twice, labelled and unlabelled data, and
     `sampler.set_epoch(epoch)` for the first): the second keeps one order for every epoch."""
     targets = {_set_epoch_receiver(c) for c in set_epochs}
-    bound = {id(g): _bound_names(index, g) for g in getters}
-    for g in getters:  # loaders only (not `results = test.test(...)`), and not evaluation's
-        names = bound[id(g)]
-        if any(_eval_name(n) for n in names) or not any(
-            w in n.lower() for n in names for w in ("loader", "sampler")
-        ):
-            bound[id(g)] = set()
+    bound = {id(g): _loader_names(index, g) for g in getters}
     served = [g for g in getters if bound[id(g)] & targets]
     if not served:
         return []  # the epoch is set through a name we cannot tie to one of them
@@ -540,18 +534,22 @@ def _set_epoch_receiver(call: ast.Call) -> str:
     return (dotted(recv) if recv is not None else "") or ""
 
 
-def _bound_names(index: ModuleIndex, call: ast.Call) -> set[str]:
-    """The names a plain assignment of the call binds (`loader, sampler = get(...)`)."""
+def _loader_names(index: ModuleIndex, call: ast.Call) -> set[str]:
+    """The names a plain assignment of the call binds (`loader, sampler = get(...)`), when
+    they are a training loader's: one names a loader or sampler (not `results =
+    test.test(...)`), none evaluation's. Empty otherwise."""
     parent = index.parent(call)
     if not isinstance(parent, ast.Assign) or parent.value is not call:
         return set()
-    out: set[str] = set()
-    for target in parent.targets:
-        for t in target.elts if isinstance(target, ast.Tuple) else [target]:
-            name = dotted(t)
-            if name:
-                out.add(name)
-    return out
+    names = {
+        name
+        for target in parent.targets
+        for t in (target.elts if isinstance(target, ast.Tuple) else [target])
+        if (name := dotted(t))
+    }
+    if any(_eval_name(n) for n in names):
+        return set()
+    return names if any(w in n.lower() for n in names for w in ("loader", "sampler")) else set()
 
 
 # What a sampler that draws a new order says (torch's DistributedSampler: a seeded randperm).
