@@ -11,6 +11,9 @@ linted in its repository's tree with that tree as --root, so helpers in other mo
 as they would be for a user. A finding counts as found when its rule and line match a verdict;
 any other finding of a checked rule in that script is a false alarm. Lines of one statement
 count as one place (a finding on a long call's first line matches a verdict on its argument).
+A finding that names another place of the same mistake (`related`: the DataLoader a sampler
+feeds; the sampler a helper builds) matches a verdict on either place, in whichever script of
+the repository the judge put it: judges were told different ends of DDL003 over time.
 A verdict corrected after lint's findings on it were read (a path the judge missed) says so in
 its row's `rejudged` field, and the split's figure names it. Not a test: it prints numbers.
 
@@ -162,31 +165,71 @@ def load(path: str) -> list[dict]:
 def score(rows: list[dict], trees: str) -> tuple[dict[str, dict[str, Tally]], list[str]]:
     tallies: dict[str, dict[str, Tally]] = {s: defaultdict(Tally) for s in SPLITS}
     missing: list[str] = []
-    for row in rows:
+    runs: dict[int, list] = {}  # row number -> the findings of linting its script
+    for i, row in enumerate(rows):
         tree = os.path.join(trees, row["repo"].replace("/", "+"))
         script = os.path.join(tree, row["path"])
         if not os.path.isfile(script):
             missing.append(f"{row['repo']}:{row['path']}")
             continue
-        found: dict[str, set[int]] = defaultdict(set)
-        for f in lint_files([script], root=tree):
-            if os.path.abspath(f.path) == os.path.abspath(script):
-                found[f.code].add(f.line)
-        place = statement_lines(script)
+        runs[i] = lint_files([script], root=tree)
+    places: dict[str, dict[int, int]] = {}
+
+    def place(path: str, line: int) -> tuple[str, int]:
+        """A (file, line) as the first line of its statement (see statement_lines)."""
+        if path not in places:
+            places[path] = statement_lines(path)
+        return path, places[path].get(line, line)
+
+    # Every judged place of a repository, by rule: a finding whose other end (Related) is one
+    # of them names that mistake, whichever script's row holds the verdict.
+    judged: dict[tuple[str, str], set[tuple[str, int]]] = defaultdict(set)
+    for i, row in enumerate(rows):
+        if i not in runs:
+            continue
+        script = os.path.abspath(os.path.join(trees, row["repo"].replace("/", "+"), row["path"]))
+        for code, verdict in row["verdicts"].items():
+            for n in [] if verdict == "clean" else verdict:
+                judged[row["repo"], code].add(place(script, n))
+    # Each finding's places, and the places each repository's findings name.
+    named: dict[tuple[str, str], set[tuple[str, int]]] = defaultdict(set)
+    for i, found in runs.items():
+        for f in found:
+            ends = [(f.path, f.line), *((r.path, r.line) for r in f.related)]
+            named[rows[i]["repo"], f.code] |= {place(os.path.abspath(p), n) for p, n in ends}
+    for i, row in enumerate(rows):
+        if i not in runs:
+            continue
+        script = os.path.abspath(os.path.join(trees, row["repo"].replace("/", "+"), row["path"]))
+        where = f"{row['repo']}:{row['path']}"
         for code, verdict in row["verdicts"].items():
             expected = set() if verdict == "clean" else set(verdict)
-            hit = {place.get(n, n) for n in found[code]}
-            judged = {place.get(n, n) for n in expected}
             tally = tallies[row["split"]][code]
             tally.violations += len(expected)
-            missed = sorted(n for n in expected if place.get(n, n) not in hit)
+            # Found: a finding of this script's run on the line, or any finding of the
+            # repository's runs whose other end is this line.
+            own = {place(script, f.line) for f in runs[i] if f.code == code and _here(f, script)}
+            hit = own | named[row["repo"], code]
+            missed = sorted(n for n in expected if place(script, n) not in hit)
             tally.found += len(expected) - len(missed)
-            where = f"{row['repo']}:{row['path']}"
             tally.missed += [f"{where}:{n}" for n in missed]
             level = RULES_BY_CODE[code].level
-            alarms = sorted(n for n in found[code] if place.get(n, n) not in judged)
-            tally.false_alarms += [f"{where}:{n} ({level})" for n in alarms]
+            alarms = sorted(
+                f.line
+                for f in runs[i]
+                if f.code == code
+                and _here(f, script)
+                and not any(
+                    place(os.path.abspath(p), n) in judged[row["repo"], code]
+                    for p, n in [(f.path, f.line), *((r.path, r.line) for r in f.related)]
+                )
+            )
+            tally.false_alarms += [f"{where}:{n} ({level})" for n in sorted(set(alarms))]
     return tallies, missing
+
+
+def _here(finding, script: str) -> bool:
+    return os.path.abspath(finding.path) == script
 
 
 def statement_lines(path: str) -> dict[int, int]:

@@ -23,7 +23,7 @@ from ddpdoctor.lint import (
 )
 from ddpdoctor.lint.built_classes import built_class_writes
 from ddpdoctor.lint.files import collect_files, read_bytes
-from ddpdoctor.lint.finding import Hit, LintFinding
+from ddpdoctor.lint.finding import Hit, LintFinding, Related
 from ddpdoctor.lint.index import ModuleIndex, dotted
 from ddpdoctor.lint.project import MARKERS, WRITE_WORDS, Project, find_root
 
@@ -171,9 +171,20 @@ def lint_source(
         for hit in hits:
             line = getattr(hit.node, "lineno", 1)
             col = getattr(hit.node, "col_offset", 0) + 1
-            findings.add(LintFinding(path, line, col, hit.code, hit.message))
+            related = tuple(_related(path, r) for r in hit.related)
+            findings.add(LintFinding(path, line, col, hit.code, hit.message, related))
     lines = source.splitlines()
     return sorted([*notes, *(f for f in findings if not _suppressed(f, lines))])
+
+
+def _related(path: str, place: tuple[str | None, int, str]) -> Related:
+    """A check's other place, its path written as the finding's is (as given, or relative)."""
+    where, line, note = place
+    if where is None:
+        where = path
+    elif not os.path.isabs(path):
+        where = os.path.relpath(where)
+    return Related(where, line, note)
 
 
 def _needs_tree(source: str, path: str, project: Project, marked: bool) -> bool:

@@ -4,10 +4,24 @@ them."""
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ddpdoctor.lint.rules import RULES_BY_CODE
+
+
+@dataclass(frozen=True, order=True)
+class Related:
+    """The other end of one mistake: a DistributedSampler's finding names the DataLoader it
+    feeds (and a loader got from a helper, the helper's sampler), as SARIF relatedLocations
+    do. Either end is where a reader may look first."""
+
+    path: str
+    line: int
+    note: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "note": self.note}
 
 
 @dataclass(frozen=True, order=True)
@@ -17,6 +31,8 @@ class LintFinding:
     col: int  # 1-based, like ruff and SARIF
     code: str
     message: str
+    # Not part of a finding's identity: two checks that say the same thing are one finding.
+    related: tuple[Related, ...] = field(default=(), compare=False)
 
     @property
     def symbol(self) -> str:
@@ -40,6 +56,7 @@ class LintFinding:
             "level": self.level,
             "message": self.message,
             "hint": self.hint,
+            **({"related": [r.to_json() for r in self.related]} if self.related else {}),
         }
 
 
@@ -50,3 +67,5 @@ class Hit:
     node: ast.AST
     code: str
     message: str
+    # (path, line, note): path None for this file (see Related)
+    related: tuple[tuple[str | None, int, str], ...] = ()

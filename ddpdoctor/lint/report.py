@@ -26,11 +26,13 @@ def _plural(n: int, word: str) -> str:
 
 
 def text(findings: list[LintFinding], files: int) -> str:
-    """`path:line:col: CODE message` and an indented `hint:` line per finding, then a count."""
+    """`path:line:col: CODE message`, an indented `hint:` line per finding and a `see:` line
+    for each other place of the same mistake, then a count."""
     lines: list[str] = []
     for f in findings:
         lines.append(f"{f.path}:{f.line}:{f.col}: {f.code} {f.message}")
         lines.append(f"    hint: {f.hint}")
+        lines.extend(f"    see:  {r.path}:{r.line}: {r.note}" for r in f.related)
     c = counts(findings)
     if not findings:
         lines.append(f"All clean: {_plural(files, 'file')}.")
@@ -80,6 +82,7 @@ def sarif_doc(findings: list[LintFinding]) -> dict[str, Any]:
                     }
                 }
             ],
+            **({"relatedLocations": _sarif_related(f)} if f.related else {}),
         }
         for f in findings
     ]
@@ -99,3 +102,17 @@ def sarif_doc(findings: list[LintFinding]) -> dict[str, Any]:
             }
         ],
     }
+
+
+def _sarif_related(finding: LintFinding) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": i,
+            "message": {"text": r.note},
+            "physicalLocation": {
+                "artifactLocation": {"uri": r.path.replace("\\", "/")},
+                "region": {"startLine": r.line},
+            },
+        }
+        for i, r in enumerate(finding.related)
+    ]

@@ -420,17 +420,29 @@ def _may_target(index: ModuleIndex, call: ast.Call, sampler: ast.Call) -> bool:
     return UNKNOWN in origins or sampler in origins
 
 
-def _fed_to_loaders(index: ModuleIndex) -> set[ast.AST]:
-    """DistributedSamplers some DataLoader reads (`sampler=`, or inside a `batch_sampler=`)."""
-    fed: set[ast.AST] = set()
+def _fed_to_loaders(index: ModuleIndex) -> dict[ast.AST, list[ast.Call]]:
+    """DistributedSamplers some DataLoader reads (`sampler=`, or inside a `batch_sampler=`),
+    each with the loaders that read it."""
+    fed: dict[ast.AST, list[ast.Call]] = {}
     for loader in index.calls_named("DataLoader"):
-        for origin in index.origins(kwarg(loader, "sampler") or _positional(loader, 3)):
-            fed.add(origin)
+        origins = set(index.origins(kwarg(loader, "sampler") or _positional(loader, 3)))
         for origin in index.origins(kwarg(loader, "batch_sampler") or _positional(loader, 4)):
             if isinstance(origin, ast.Call):
                 inner = kwarg(origin, "sampler") or (origin.args[0] if origin.args else None)
-                fed |= index.origins(inner)
+                origins |= index.origins(inner)
+        for origin in origins:
+            fed.setdefault(origin, []).append(loader)
     return fed
+
+
+def _loader_places(
+    sampler: ast.Call, loaders: list[ast.Call]
+) -> tuple[tuple[str | None, int, str], ...]:
+    """The DataLoaders a sampler feeds, as places of the same mistake (a reader, or a judge,
+    may name the loader rather than the sampler); none when the sampler is built in the
+    loader's own call."""
+    lines = sorted({c.lineno for c in loaders if c.lineno != sampler.lineno})
+    return tuple((None, line, "the DataLoader this sampler feeds") for line in lines)
 
 
 def _trains_here(index: ModuleIndex) -> bool:
@@ -469,6 +481,7 @@ def _helper_samplers(index: ModuleIndex) -> list[Hit]:
     if not (_trains_here(index) or not project.mentions_set_epoch()):
         return []  # the loop is elsewhere (a Solver's train()), and may set the epoch there
     getters: list[ast.Call] = []
+    helpers: dict[int, tuple[str, str]] = {}  # id(getter) -> (module path, function name)
     for call in sorted(index.calls, key=position):
         if index.resolve_call(call) or "dist_sampler" not in (external_effects(index, call) or ()):
             continue
@@ -481,6 +494,7 @@ def _helper_samplers(index: ModuleIndex) -> list[Hit]:
         except OSError:
             continue
         getters.append(call)
+        helpers[id(call)] = found[0].path, found[1]
     if not getters:
         return []
     if moving:
@@ -496,8 +510,30 @@ def _helper_samplers(index: ModuleIndex) -> list[Hit]:
             f"the loader from {dotted(call.func) or 'a helper'}() has a shuffling "
             f"DistributedSampler, but {_stuck_note(index) or 'set_epoch(epoch) is never called'}: "
             "every epoch uses the same order",
+            _sampler_place(*helpers[id(call)]),
         )
     ]
+
+
+def _sampler_place(path: str, name: str) -> tuple[tuple[str | None, int, str], ...]:
+    """Where the helper itself builds its DistributedSampler (not one more call away), as the
+    other place of the mistake. Read only for a finding: parsing the helper again is rare."""
+    try:
+        tree = ast.parse(read_bytes(path), filename=path)
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
+    for node in tree.body:
+        if isinstance(node, (*FUNC_TYPES, ast.ClassDef)) and node.name == name:
+            calls = [
+                c
+                for c in ast.walk(node)
+                if isinstance(c, ast.Call) and last_name(c.func) == "DistributedSampler"
+            ]
+            if calls:
+                first = min(calls, key=position)
+                return ((path, first.lineno, f"the DistributedSampler {name}() builds"),)
+            return ()
+    return ()
 
 
 def _forgotten_siblings(
@@ -609,6 +645,7 @@ def check_set_epoch(index: ModuleIndex) -> list[Hit]:
                 "DDL003",
                 f"DistributedSampler shuffles, but {stuck or 'set_epoch(epoch) is never called in the epoch loop'}: "
                 "every epoch uses the same order",
+                _loader_places(sampler, fed.get(sampler, [])),
             )
         )
     return hits

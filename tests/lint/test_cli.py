@@ -53,6 +53,7 @@ def test_json_validates_against_schema(tmp_path: Path) -> None:
     assert doc["counts"]["total"] == len(doc["findings"])
     first = doc["findings"][0]
     assert set(first) >= {"path", "line", "col", "code", "symbol", "message", "hint"}
+    assert any(f.get("related") for f in doc["findings"])  # validated above too
 
 
 def test_output_file(tmp_path: Path) -> None:

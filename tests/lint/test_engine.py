@@ -10,6 +10,7 @@ import pytest
 
 from ddpdoctor.errors import UsageError
 from ddpdoctor.lint import RULES, RULES_BY_CODE, LintFinding, lint_paths, lint_source
+from ddpdoctor.lint.finding import Related
 from ddpdoctor.lint.rules import parse_codes
 
 SAMPLER_SCRIPT = textwrap.dedent(
@@ -47,6 +48,17 @@ def test_lint_source_returns_values() -> None:
     ]
     assert findings[0].symbol == "set-epoch-missing"
     assert findings[0].hint == RULES_BY_CODE["DDL003"].fix
+    # The other place of the same mistake: the DataLoader the sampler feeds (line 7).
+    assert findings[0].related == (Related("train.py", 7, "the DataLoader this sampler feeds"),)
+
+
+def test_a_sampler_built_inside_its_loader_names_no_other_place() -> None:
+    inline = SAMPLER_SCRIPT.format(noqa="").replace(
+        "sampler = DistributedSampler(dataset)\nloader = DataLoader(dataset, sampler=sampler)",
+        "loader = DataLoader(dataset, sampler=DistributedSampler(dataset))",
+    )
+    (found,) = lint_source(inline, "train.py")
+    assert (found.line, found.code, found.related) == (6, "DDL003", ())
 
 
 @pytest.mark.parametrize(

@@ -288,3 +288,13 @@ def test_an_import_cycle_is_judged_the_same_whatever_the_hash_order(tmp_path: Pa
         for seed in range(8)
     }
     assert answers == {"True True"}
+
+
+def test_a_helper_loader_names_the_helper_sampler_as_its_other_place() -> None:
+    """The finding is on the line that gets the loader; its other place (`related`, shown as
+    `see:` and as SARIF relatedLocations) is the DistributedSampler the helper builds."""
+    folder = PROJECTS / "single_or_distributed_loader"
+    (found,) = lint_paths([str(folder / "train.py")], root=str(folder))
+    assert (found.code, found.line) == ("DDL003", 28)
+    assert [(Path(r.path).name, r.line) for r in found.related] == [("data.py", 13)]
+    assert "make_loader()" in found.related[0].note

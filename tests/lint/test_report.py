@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ddpdoctor.lint import LintFinding
+from ddpdoctor.lint.finding import Related
 from ddpdoctor.lint.report import counts, json_doc, sarif_doc, text
 
 A = LintFinding("a.py", 3, 5, "DDL003", "sampler never set")
@@ -38,3 +39,23 @@ def test_sarif_levels_and_rule_index() -> None:
     assert levels == ["warning", "note", "error"]
     for result in run["results"]:
         assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+
+
+R = LintFinding(
+    "a.py", 3, 5, "DDL003", "sampler never set", (Related("a.py", 4, "the DataLoader it feeds"),)
+)
+
+
+def test_other_places_in_every_format() -> None:
+    """A finding's related places: a `see:` line in text, `related` in JSON (absent when there
+    are none, so older readers see the same documents), relatedLocations in SARIF."""
+    assert text([R], 1).splitlines()[2] == "    see:  a.py:4: the DataLoader it feeds"
+    assert json_doc([R], 1)["findings"][0]["related"] == [
+        {"path": "a.py", "line": 4, "note": "the DataLoader it feeds"}
+    ]
+    assert "related" not in json_doc([A], 1)["findings"][0]
+    (result,) = sarif_doc([R])["runs"][0]["results"]
+    (where,) = result["relatedLocations"]
+    assert where["physicalLocation"]["region"]["startLine"] == 4
+    assert where["message"]["text"] == "the DataLoader it feeds"
+    assert "relatedLocations" not in sarif_doc([A])["runs"][0]["results"][0]
