@@ -139,6 +139,10 @@ CONTAMINATED = {
     # Session 14: fresh13's fail-level false alarms (DDL005: minimind's flushed accumulation,
     # P5's apex arm) read after its one blind run and fixed at their cause.
     ("fresh13", "DDL005"),
+    # Session 15: fresh13's DDL003 false alarms and misses were read (four were one mistake
+    # named at its two ends: the scorer now matches either, see `related`); the handed-to-a-
+    # trainer case was then built from fresh11's misses and also finds two of fresh13's.
+    ("fresh13", "DDL003"),
 }
 
 

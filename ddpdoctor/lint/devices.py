@@ -331,29 +331,58 @@ def _bare_cuda_without_set_device(index: ModuleIndex) -> list[Hit]:
         return []  # a helper (setup_device, set_gpu) picks the GPU for us
     if any(index.qualname(c.func) == "torch.cuda.device" for c in index.calls_named("device")):
         return []
-    for call in index.calls_named("cuda"):
-        if rank0_only(index, call):
-            continue  # rank 0's own work (validation, sampling): GPU 0 is its GPU
-        if isinstance(call.func, ast.Attribute) and not call.args and not kwarg(call, "device"):
-            wrap = _wrapped_without_device_ids(index, call)
-            if wrap is not None:  # the mistake shows where DDP takes the model: as tune marks it
-                return [
-                    Hit(
-                        wrap,
-                        "DDL004",
-                        f"DDP without device_ids around a model moved with a bare .cuda() on "
-                        f"line {call.lineno}, and no torch.cuda.set_device: every rank uses GPU 0",
-                    )
-                ]
-            return [
-                Hit(
-                    call,
-                    "DDL004",
-                    ".cuda() without a device index and no torch.cuda.set_device: every rank "
-                    "uses GPU 0",
-                )
-            ]
-    return []
+    bare = [
+        c
+        for c in index.calls_named("cuda")
+        if isinstance(c.func, ast.Attribute)
+        and not c.args
+        and not kwarg(c, "device")
+        and not rank0_only(index, c)  # rank 0's own work (validation, sampling): its GPU is 0
+    ]
+    if not bare:
+        return []
+    first = bare[0]
+    wrap = _wrapped_without_device_ids(index, first)
+    if wrap is not None:  # the mistake shows where DDP takes the model: as tune marks it
+        hits = [
+            Hit(
+                wrap,
+                "DDL004",
+                f"DDP without device_ids around a model moved with a bare .cuda() on "
+                f"line {first.lineno}, and no torch.cuda.set_device: every rank uses GPU 0",
+            )
+        ]
+    else:
+        hits = [Hit(first, "DDL004", BARE_CUDA)]
+    # Each other model DDP takes after a bare .cuda() is a mistake of its own (a GAN's
+    # generator and discriminator): the tensors of the loop are not, one finding says it.
+    for call in bare[1:]:
+        ddp = _ddp_takes(index, call)
+        if ddp is not None and _wrapped_without_device_ids(index, call) is None:
+            hits.append(Hit(call, "DDL004", f"{BARE_CUDA} (DDP takes it on line {ddp.lineno})"))
+    return hits
+
+
+BARE_CUDA = ".cuda() without a device index and no torch.cuda.set_device: every rank uses GPU 0"
+
+
+def _ddp_takes(index: ModuleIndex, cuda: ast.Call) -> ast.Call | None:
+    """The DDP call of the same function, after it, that takes what `.cuda()` moved: the
+    moved name (`model.cuda()`), or the name the moved value is bound to (`self.model =
+    Net().cuda()`)."""
+    moved = {dotted(cuda.func.value)} if isinstance(cuda.func, ast.Attribute) else set()
+    parent = index.parent(cuda)
+    if isinstance(parent, ast.Assign) and parent.value is cuda:
+        moved |= {dotted(t) for t in parent.targets}
+    moved.discard(None)
+    scope = index.scope_of(cuda)
+    for ddp in index.calls_named(*DDP_NAMES):
+        if index.scope_of(ddp) is not scope or position(ddp) < position(cuda) or not ddp.args:
+            continue
+        first = ddp.args[0]
+        if first is cuda or dotted(first) in moved:
+            return ddp
+    return None
 
 
 def _wrapped_without_device_ids(index: ModuleIndex, cuda: ast.Call) -> ast.Call | None:

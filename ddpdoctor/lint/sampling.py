@@ -624,8 +624,18 @@ def check_set_epoch(index: ModuleIndex) -> list[Hit]:
     if samplers:
         fed = _fed_to_loaders(index)
         samplers = [s for s in samplers if s in fed and not _for_evaluation(index, s)]
-    if not samplers or not _trains_here(index):
-        return []  # a data module: the epoch loop (and its set_epoch) live elsewhere
+    if not samplers:
+        return []
+    handed: dict[ast.AST, ast.Call] = {}
+    if not _trains_here(index):
+        # A data module: the epoch loop (and its set_epoch) live elsewhere. Unless this is the
+        # program that sets the group up and hands the loader to the project's own trainer
+        # (`LearningMethod(net).train(train_loader)`), and no file of the project ever says
+        # set_epoch: then nobody reseeds the sampler.
+        handed = _handed_to_project_trainer(index, samplers, fed)
+        samplers = [s for s in samplers if s in handed]
+        if not samplers:
+            return []
     loop_called = _loop_called(index)
     if _single_pass(index, loop_called):
         return []  # one pass over the loader: there is no second epoch to reshuffle for
@@ -639,16 +649,78 @@ def check_set_epoch(index: ModuleIndex) -> list[Hit]:
     for sampler in samplers:
         if any(_may_target(index, c, sampler) for c in per_epoch):
             continue
+        if sampler in handed:
+            why = (
+                f"no file of the project calls set_epoch, and the loader goes to "
+                f"{dotted(handed[sampler].func) or 'the trainer'}() for its epochs"
+            )
+        else:
+            why = stuck or "set_epoch(epoch) is never called in the epoch loop"
         hits.append(
             Hit(
                 sampler,
                 "DDL003",
-                f"DistributedSampler shuffles, but {stuck or 'set_epoch(epoch) is never called in the epoch loop'}: "
-                "every epoch uses the same order",
+                f"DistributedSampler shuffles, but {why}: every epoch uses the same order",
                 _loader_places(sampler, fed.get(sampler, [])),
             )
         )
     return hits
+
+
+# What a file that trains through a trainer it hands the loader builds first.
+OPTIMIZERS = frozenset({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "LAMB", "Lamb", "LARS"})
+
+
+def _handed_to_project_trainer(
+    index: ModuleIndex, samplers: list[ast.Call], fed: dict[ast.AST, list[ast.Call]]
+) -> dict[ast.AST, ast.Call]:
+    """Each sampler whose loader this file hands to a function or an object of the project
+    (`trainer.train(train_loader)` after `trainer = Trainer(...)` from the project's package),
+    in a file that sets the group up and builds an optimizer (it trains, not evaluates), when
+    no file of the project says set_epoch and no framework runs the loop."""
+    project = index.project
+    if (
+        project is None
+        or index.uses_framework
+        or not index.all_init_calls
+        or not any(index.calls_by_name.get(name) for name in OPTIMIZERS)
+        or project.mentions_set_epoch()
+    ):
+        return {}
+    out: dict[ast.AST, ast.Call] = {}
+    for sampler in samplers:
+        names = {
+            dotted(t)
+            for loader in fed.get(sampler, [])
+            if isinstance(parent := index.parent(loader), ast.Assign) and parent.value is loader
+            for t in parent.targets
+        } - {None}
+        for call in index.calls:
+            args = [*call.args, *(k.value for k in call.keywords)]
+            if not any(dotted(a) in names for a in args):
+                continue
+            recv = call.func.value if isinstance(call.func, ast.Attribute) else None
+            made = [o for o in index.origins(recv) if isinstance(o, ast.Call)] if recv else []
+            if any(_project_callee(index, c) for c in (call, *made)):
+                out[sampler] = call
+                break
+    return out
+
+
+def _project_callee(index: ModuleIndex, call: ast.Call) -> bool:
+    """Whether the callee is imported from a module of the project (`from model import
+    LearningMethod`, `from neuralop import Trainer`): its text decides, not its effects."""
+    head = call.func
+    while isinstance(head, ast.Attribute):
+        head = head.value
+    if not isinstance(head, ast.Name) or index.project is None or index.path is None:
+        return False
+    here = os.path.abspath(index.path)
+    spec = index.from_imports.get(head.id)
+    if spec is not None:
+        return index.project.module_path(here, spec[0], spec[1]) is not None
+    module = index.module_imports.get(head.id)
+    return module is not None and index.project.module_path(here, module, 0) is not None
 
 
 def _single_pass(index: ModuleIndex, loop_called: set[ast.AST]) -> bool:
