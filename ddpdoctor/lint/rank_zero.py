@@ -421,6 +421,16 @@ def _where(site: ast.Call | None) -> str:
     return f" (through {dotted(site.func) or 'a call'}() on line {site.lineno}, not guarded)"
 
 
+def _site_place(site: ast.Call | None) -> tuple[tuple[str | None, int, str], ...]:
+    """The unguarded call through which a write runs on every rank, as the other place of the
+    mistake (see Related): a guard may go around the write or around that call."""
+    if site is None:
+        return ()
+    return (
+        (None, site.lineno, f"the call of {dotted(site.func) or 'it'}() that every rank makes"),
+    )
+
+
 def _saves(index: ModuleIndex, call: ast.Call) -> bool:
     """A call of the project's own saving method or helper (`model.save(step)`,
     `save_checkpoint(...)`); torch.save and the file writes are judged by _write."""
@@ -571,7 +581,12 @@ def _helper_writes(index: ModuleIndex) -> list[Hit]:
             else "writes a file and runs on every rank: N ranks write the same file"
         )
         hits.append(
-            Hit(call, "DDL006", f"{name}() {what}{_where(site)}{_early_guard(index, call)}")
+            Hit(
+                call,
+                "DDL006",
+                f"{name}() {what}{_where(site)}{_early_guard(index, call)}",
+                _site_place(site),
+            )
         )
     return hits
 
@@ -676,6 +691,7 @@ def _writes_after_init(index: ModuleIndex) -> list[Hit]:
                     "DDL006",
                     f"{what} runs on every rank: N ranks write the same file ({when}"
                     f"{_where_via(via)})",
+                    _site_place(via),
                 )
             )
     return hits
@@ -797,7 +813,14 @@ def check(index: ModuleIndex) -> list[Hit]:
                 if what and what.startswith("wandb")
                 else "N ranks write the same file"
             )
-            hits.append(Hit(call, "DDL006", f"{what} runs on every rank: {effect}{_where(site)}"))
+            hits.append(
+                Hit(
+                    call,
+                    "DDL006",
+                    f"{what} runs on every rank: {effect}{_where(site)}",
+                    _site_place(site),
+                )
+            )
     helper_writes = _helper_writes(index)
     hits += helper_writes
     hits += _unguarded_twins(index, {id(h.node) for h in helper_writes})

@@ -200,3 +200,31 @@ def test_the_grouped_marker_scan_answers_as_the_plain_one() -> None:
         assert any_word(text, MARKER_GROUPS) == any(m in text for m in MARKER_BYTES), text
     assert sorted(w for _, *words in MARKER_GROUPS for w in words) == sorted(MARKER_BYTES)
     assert all(group[0] in w for group in MARKER_GROUPS for w in group[1:])
+
+
+def test_a_write_in_a_helper_names_the_unguarded_call_as_its_other_place() -> None:
+    """The save sits in save_ckpt(); the call that runs it on every rank is the other place of
+    the same mistake (a rank-0 guard may go around either)."""
+    source = textwrap.dedent(
+        """\
+        import torch
+        import torch.distributed as dist
+
+        def save_ckpt(state, path):
+            torch.save(state, path)
+
+        def main(model, loader, opt):
+            dist.init_process_group("nccl")
+            for epoch in range(3):
+                for x in loader:
+                    model(x).sum().backward()
+                save_ckpt(model.state_dict(), "last.pt")
+            dist.destroy_process_group()
+
+        if __name__ == "__main__":
+            main(*build())
+        """
+    )
+    (found,) = [f for f in lint_source(source, "train.py") if f.code == "DDL006"]
+    assert found.line == 5 and "save_ckpt() on line 12" in found.message
+    assert [(r.path, r.line) for r in found.related] == [("train.py", 12)]
