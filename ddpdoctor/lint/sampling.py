@@ -436,13 +436,46 @@ def _fed_to_loaders(index: ModuleIndex) -> dict[ast.AST, list[ast.Call]]:
 
 
 def _loader_places(
-    sampler: ast.Call, loaders: list[ast.Call]
+    index: ModuleIndex, sampler: ast.Call, loaders: list[ast.Call]
 ) -> tuple[tuple[str | None, int, str], ...]:
-    """The DataLoaders a sampler feeds, as places of the same mistake (a reader, or a judge,
-    may name the loader rather than the sampler); none when the sampler is built in the
-    loader's own call."""
-    lines = sorted({c.lineno for c in loaders if c.lineno != sampler.lineno})
-    return tuple((None, line, "the DataLoader this sampler feeds") for line in lines)
+    """The DataLoaders a sampler feeds, and where a function of the file that returns one
+    hands the training loader over (`train_dataloader = make_data_loader(...)`), as places of
+    the same mistake: a reader, or a judge, may name the loader rather than the sampler. The
+    sampler's own line is not repeated (a sampler built in the loader's call)."""
+    places: dict[int, str] = {}
+    for loader in loaders:
+        places.setdefault(loader.lineno, "the DataLoader this sampler feeds")
+        for site in _received_at(index, loader):
+            places.setdefault(site.lineno, "where the training loader is got")
+    places.pop(sampler.lineno, None)
+    return tuple((None, line, note) for line, note in sorted(places.items()))
+
+
+def _received_at(index: ModuleIndex, loader: ast.Call) -> list[ast.Call]:
+    """The calls of the function that builds and returns this loader, bound to a training
+    loader's name (not `val_loader = make_loader(...)`)."""
+    func = index.scope_of(loader)
+    if not isinstance(func, FUNC_TYPES):
+        return []
+    parent = index.parent(loader)
+    names = {dotted(t) for t in parent.targets} if isinstance(parent, ast.Assign) else set()
+    returned = any(
+        index.scope_of(ret) is func
+        and ret.value is not None
+        and (ret.value is loader or dotted(ret.value) in names - {None})
+        for ret in index.returns
+    )
+    if not returned:
+        return []
+    sites = []
+    for site in index.call_sites.get(func, []):
+        bound = index.parent(site)
+        if not (isinstance(bound, ast.Assign) and bound.value is site):
+            continue
+        got = [n for t in bound.targets if (n := dotted(t))]
+        if got and not any(_eval_name(n) for n in got):
+            sites.append(site)
+    return sites
 
 
 def _trains_here(index: ModuleIndex) -> bool:
@@ -661,7 +694,7 @@ def check_set_epoch(index: ModuleIndex) -> list[Hit]:
                 sampler,
                 "DDL003",
                 f"DistributedSampler shuffles, but {why}: every epoch uses the same order",
-                _loader_places(sampler, fed.get(sampler, [])),
+                _loader_places(index, sampler, fed.get(sampler, [])),
             )
         )
     return hits

@@ -228,3 +228,31 @@ def test_a_write_in_a_helper_names_the_unguarded_call_as_its_other_place() -> No
     (found,) = [f for f in lint_source(source, "train.py") if f.code == "DDL006"]
     assert found.line == 5 and "save_ckpt() on line 12" in found.message
     assert [(r.path, r.line) for r in found.related] == [("train.py", 12)]
+
+
+def test_a_loader_returned_by_a_function_names_where_training_gets_it() -> None:
+    """make_loader() builds the sampler and the loader and returns it: the training call that
+    receives it is one more place of the mistake; the validation call is not."""
+    source = textwrap.dedent(
+        """\
+        import torch.distributed as dist
+        from torch.utils.data import DataLoader, DistributedSampler
+
+        def make_loader(dataset, train=True):
+            sampler = DistributedSampler(dataset, shuffle=train)
+            loader = DataLoader(dataset, sampler=sampler, batch_size=8)
+            return loader
+
+        def main(model, train_set, val_set):
+            dist.init_process_group("nccl")
+            train_loader = make_loader(train_set)
+            val_loader = make_loader(val_set, train=False)
+            for epoch in range(3):
+                for x in train_loader:
+                    model(x).sum().backward()
+            dist.destroy_process_group()
+        """
+    )
+    (found,) = [f for f in lint_source(source, "train.py") if f.code == "DDL003"]
+    assert found.line == 5
+    assert [r.line for r in found.related] == [6, 11]
