@@ -39,7 +39,8 @@ def check(index: ModuleIndex) -> list[Hit]:
         if own and not _destroys(index, reach):
             name = getattr(worker, "name", "the worker")
             first = _set_up_call_in(index, worker, own[0])
-            hits.append(_hit(index, first, f"before the spawned worker {name}() returns"))
+            where = f"before the spawned worker {name}() returns"
+            hits.append(_hit(index, first, where, own))
     rest = [c for c in inits if id(c) not in judged and not _in_unused_helper(index, c)]
     if rest and _script_misses_destroy(index, rest):
         split = [c for c in index.calls_by_name.get(DESTROY, ()) if _one_side_of_rank0(index, c)]
@@ -49,7 +50,7 @@ def check(index: ModuleIndex) -> list[Hit]:
             if split
             else "at the end of training"
         )
-        hits.append(_hit(index, rest[0], where))
+        hits.append(_hit(index, rest[0], where, rest))
     return hits
 
 
@@ -182,14 +183,18 @@ def _script_misses_destroy(index: ModuleIndex, inits: list[ast.Call]) -> bool:
     return True
 
 
-def _hit(index: ModuleIndex, first: ast.Call, where: str) -> Hit:
+def _hit(index: ModuleIndex, first: ast.Call, where: str, inits: list[ast.Call]) -> Hit:
+    """The finding on the first set-up call; the program's other set-up calls of this file
+    (the `else:` branch's init beside the Windows one) are other places of the same group."""
     how = (
         ""
         if index.callee_name(first) == "init_process_group"
         else (f" (set up through {callee_label(first)}())")
     )
+    others = sorted({c.lineno for c in inits} - {first.lineno})
     return Hit(
         first,
         "DDL007",
         f"init_process_group without destroy_process_group {where}{how}",
+        tuple((None, line, "another set-up call that no destroy follows") for line in others),
     )

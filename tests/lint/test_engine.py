@@ -256,3 +256,30 @@ def test_a_loader_returned_by_a_function_names_where_training_gets_it() -> None:
     (found,) = [f for f in lint_source(source, "train.py") if f.code == "DDL003"]
     assert found.line == 5
     assert [r.line for r in found.related] == [6, 11]
+
+
+def test_a_group_set_up_in_two_branches_names_both_inits() -> None:
+    """One group, made by either branch (gloo through a file on Windows, nccl elsewhere), and
+    never destroyed: the finding is on the first init and names the other."""
+    source = textwrap.dedent(
+        """\
+        import os
+        import torch.distributed as dist
+
+        def worker(rank, world, model, loader):
+            if os.name == "nt":
+                dist.init_process_group("gloo", init_method="file:///c:/init", rank=rank, world_size=world)
+            else:
+                dist.init_process_group("nccl", rank=rank, world_size=world)
+            for x in loader:
+                model(x).sum().backward()
+
+        if __name__ == "__main__":
+            worker(0, 1, *build())
+        """
+    )
+    (found,) = [f for f in lint_source(source, "train.py") if f.code == "DDL007"]
+    assert found.line == 6
+    assert [(r.line, r.note) for r in found.related] == [
+        (8, "another set-up call that no destroy follows")
+    ]
