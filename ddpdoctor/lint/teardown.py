@@ -43,13 +43,22 @@ def check(index: ModuleIndex) -> list[Hit]:
             hits.append(_hit(index, first, where, own))
     rest = [c for c in inits if id(c) not in judged and not _in_unused_helper(index, c)]
     if rest and _script_misses_destroy(index, rest):
-        split = [c for c in index.calls_by_name.get(DESTROY, ()) if _one_side_of_rank0(index, c)]
-        where = (
-            f"on every rank (the call on line {split[0].lineno} runs on one side of a rank-0 "
-            "test only)"
-            if split
-            else "at the end of training"
-        )
+        named = index.calls_by_name.get(DESTROY, ())
+        split = [c for c in named if _one_side_of_rank0(index, c)]
+        unrun = [c for c in named if _never_run(index, c)]
+        if split:
+            where = (
+                f"on every rank (the call on line {split[0].lineno} runs on one side of a "
+                "rank-0 test only)"
+            )
+        elif unrun:
+            holder = index.scope_of(unrun[0])
+            where = (
+                f"at the end of training ({getattr(holder, 'name', 'a helper')}() on line "
+                f"{holder.lineno} would destroy it, but nothing calls it)"
+            )
+        else:
+            where = "at the end of training"
         hits.append(_hit(index, rest[0], where, rest))
     return hits
 
@@ -78,7 +87,25 @@ def _in_unused_helper(index: ModuleIndex, call: ast.Call) -> bool:
         and not scope.decorator_list  # `@main.command()`: a CLI runs it
         and not index.call_sites.get(scope)
         and scope not in index.entry_points
-        and DESTROY not in index.calls_by_name
+        and all(_never_run(index, c) for c in index.calls_by_name.get(DESTROY, ()))
+    )
+
+
+def _never_run(index: ModuleIndex, call: ast.Call) -> bool:
+    """A teardown in a top-level function of this file that nothing runs: never called, not
+    started, not decorated, its name never handed over (`atexit.register(cleanup)`), and
+    not the function that sets the group up (a `run()` that a CLI such as fire picks by name
+    holds the whole program). A `cleanup()` written and then forgotten destroys nothing."""
+    scope = index.scope_of(call)
+    return (
+        isinstance(scope, FUNC_TYPES)
+        and not any(index.scope_of(i) in index.reachable(scope) for i in index.all_init_calls)
+        and index.scope_of(scope) is index.tree
+        and not scope.decorator_list
+        and not index.call_sites.get(scope)
+        and scope not in index.entry_points
+        and scope.name not in index.name_loads
+        and scope.name not in index.attr_names
     )
 
 
@@ -163,7 +190,7 @@ def _script_misses_destroy(index: ModuleIndex, inits: list[ast.Call]) -> bool:
         return False  # a helper module: its caller decides when training ends
     # Called on every rank, or handed over (`atexit.register(dist.destroy_process_group)`).
     named = index.calls_by_name.get(DESTROY, ())
-    calls = [c for c in named if destroys_default_group(c)]
+    calls = [c for c in named if destroys_default_group(c) and not _never_run(index, c)]
     if any(not _one_side_of_rank0(index, c) for c in calls):
         return False
     if not named and DESTROY in (index.attr_names | index.name_loads):
