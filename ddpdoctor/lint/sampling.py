@@ -427,6 +427,7 @@ def _fed_to_loaders(index: ModuleIndex) -> dict[ast.AST, list[ast.Call]]:
     for loader in index.calls_named("DataLoader"):
         origins = set(index.origins(kwarg(loader, "sampler") or _positional(loader, 3)))
         for origin in index.origins(kwarg(loader, "batch_sampler") or _positional(loader, 4)):
+            origins.add(origin)  # a batch sampler built on DistributedSampler (see above)
             if isinstance(origin, ast.Call):
                 inner = kwarg(origin, "sampler") or (origin.args[0] if origin.args else None)
                 origins |= index.origins(inner)
@@ -647,13 +648,15 @@ def _own_fixed_order(index: ModuleIndex, call: ast.Call) -> bool:
 
 def check_set_epoch(index: ModuleIndex) -> list[Hit]:
     """DDL003. Only samplers a DataLoader reads: one built to test or inspect is no bug."""
-    if not index.calls_by_name.get("DistributedSampler"):
+    subclassed = _epoch_seeded_samplers(index)
+    if not index.calls_by_name.get("DistributedSampler") and not subclassed:
         return _helper_samplers(index)
     samplers = [
         c
         for c in index.calls_named("DistributedSampler")
         if _shuffles(c) and not _own_fixed_order(index, c)
     ]
+    samplers = sorted([*samplers, *subclassed], key=position)
     if samplers:
         fed = _fed_to_loaders(index)
         samplers = [s for s in samplers if s in fed and not _for_evaluation(index, s)]
@@ -689,15 +692,74 @@ def check_set_epoch(index: ModuleIndex) -> list[Hit]:
             )
         else:
             why = stuck or "set_epoch(epoch) is never called in the epoch loop"
+        name = index.callee_name(sampler)
+        label = name if name == "DistributedSampler" else f"{name} (a DistributedSampler)"
         hits.append(
             Hit(
                 sampler,
                 "DDL003",
-                f"DistributedSampler shuffles, but {why}: every epoch uses the same order",
+                f"{label} shuffles, but {why}: every epoch uses the same order",
                 _loader_places(index, sampler, fed.get(sampler, [])),
             )
         )
     return hits
+
+
+def _epoch_seeded_samplers(index: ModuleIndex) -> list[ast.Call]:
+    """Calls of a sampler class of the project (or of this file) built on DistributedSampler
+    that draws its order from `self.epoch` (VITS's DistributedBucketSampler, a batch sampler):
+    it owes set_epoch as torch's does. Told `shuffle=False`, it does not shuffle."""
+    out: list[ast.Call] = []
+    for name, calls in index.calls_by_name.items():
+        if name == "DistributedSampler" or "sampler" not in name.lower():
+            continue  # a sampler class says so in its name (a cheap test, asked per call name)
+        if _epoch_seeded_class(index, calls[0], name):
+            out += [
+                c
+                for c in calls
+                if not is_const(kwarg(c, "shuffle"), False) and not _given_epoch(index, c)
+            ]
+    return out
+
+
+def _given_epoch(index: ModuleIndex, sampler: ast.Call) -> bool:
+    """A method of the sampler called with the epoch (`with sampler.in_epoch(epoch):`, an
+    interruptible sampler's own setter): such a class has its own way to be told the epoch."""
+    for call in index.calls:
+        func = call.func
+        if not isinstance(func, ast.Attribute) or func.attr == "set_epoch":
+            continue  # set_epoch is judged as for torch's sampler
+        args = [*call.args, *(k.value for k in call.keywords)]
+        if any("epoch" in ast.unparse(a).lower() for a in args) and sampler in index.origins(
+            func.value
+        ):
+            return True
+    return False
+
+
+def _epoch_seeded_class(index: ModuleIndex, call: ast.Call, name: str) -> bool:
+    local = index.classes.get(name)
+    if local is not None:
+        return "distributedsampler" in _class_bases(index, name) and "self.epoch" in ast.unparse(
+            local
+        )
+    head = call.func
+    while isinstance(head, ast.Attribute):
+        head = head.value
+    spec = index.from_imports.get(head.id) if isinstance(head, ast.Name) else None
+    if spec is None or index.project is None or index.path is None:
+        return False
+    path = index.project.module_path(os.path.abspath(index.path), spec[0], spec[1])
+    try:
+        text = read_bytes(path) if path is not None else b""
+    except OSError:
+        return False
+    header = re.search(rb"(?m)^class\s+" + re.escape(name.encode()) + rb"\s*\(([^)]*)\)", text)
+    if header is None or b"DistributedSampler" not in header.group(1):
+        return False
+    body = text[header.end() :]
+    end = re.search(rb"(?m)^(?:class|def)\s", body)
+    return b"self.epoch" in (body[: end.start()] if end else body)
 
 
 # What a file that trains through a trainer it hands the loader builds first.
