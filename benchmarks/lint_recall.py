@@ -149,6 +149,7 @@ CONTAMINATED = {
     ("fresh14", "DDL004"),
     # Then its DDL002/3/6/7 misses were listed; DDL003 changed after (VITS's bucket sampler).
     ("fresh14", "DDL003"),
+    ("fresh14", "DDL002"),  # MPL's fine-tuning loader, by another name
 }
 
 

@@ -234,7 +234,40 @@ def _is_training_loader(index: ModuleIndex, call: ast.Call) -> bool:
         return False
     if any(w.startswith("train") for w in words):
         return True
-    return is_const(kwarg(call, "shuffle"), True) and not _only_looked_at(index, call)
+    if is_const(kwarg(call, "shuffle"), True) and not _only_looked_at(index, call):
+        return True
+    return _trained_on(index, call)
+
+
+def _trained_on(index: ModuleIndex, call: ast.Call) -> bool:
+    """A loader by another name (`labeled_loader`), bound once, that a loop of the same
+    function which runs backward iterates, directly or through a wrapper bound in between
+    (`bar = tqdm(labeled_loader)`; `for x in enumerate(bar)`): what that loop trains on."""
+    p = index.parent(call)
+    if not (isinstance(p, ast.Assign) and len(p.targets) == 1):
+        return False
+    name = dotted(p.targets[0])
+    scope = index.scope_of(call)
+    if name is None or index.values_of(name, call) != [call]:
+        return False  # rebound (a rank-0 preprocessing loader, then the sharded one)
+    names = {name}
+    for assign in index.assigns:
+        value = assign.value
+        if (
+            index.scope_of(assign) is scope
+            and isinstance(value, ast.Call)
+            and any(dotted(a) == name for a in value.args)
+            and len(assign.targets) == 1
+            and (wrapper := dotted(assign.targets[0]))
+        ):
+            names.add(wrapper)
+    return any(
+        isinstance(loop, (ast.For, ast.AsyncFor))
+        and id(loop) in index.training_loops
+        and index.scope_of(loop) is scope
+        and any(dotted(n) in names for n in ast.walk(loop.iter))
+        for loop in index.loops
+    )
 
 
 def _beside_a_sharded_training_loader(index: ModuleIndex, call: ast.Call) -> bool:
