@@ -193,11 +193,20 @@ class _InitOrder:
                 # `if local_rank == -1:`): a bare `if distributed: init(...)` says nothing of
                 # whether one process is a way the script is meant to run.
                 if in_body and distributed_test(anc.test) and anc.orelse:
-                    return anc
+                    return None if self._inits_in(anc.orelse) else anc
                 if not in_body and anc.body and _one_process_way(anc.test):
-                    return anc
+                    return None if self._inits_in(anc.body) else anc
             child = anc
         return None
+
+    def _inits_in(self, block: list[ast.stmt]) -> bool:
+        """The other side makes a group too (torchrun's env:// on one side, a spawned worker's
+        tcp:// with its own rank on the other): no path is left without one."""
+        return any(
+            isinstance(node, ast.Call) and self.is_init(node)
+            for stmt in block
+            for node in ast.walk(stmt)
+        )
 
     def one_process_uses(self, call: ast.Call, test: ast.If) -> None:
         """After a group made on one side only: what needs it and runs on both sides (not
