@@ -153,6 +153,9 @@ CONTAMINATED = {
     # Session 15: fresh15 was run once at da126c9; its fail-level false alarms (THUMT's DDL001:
     # both sides of the switch make a group) were then read and fixed at their cause.
     ("fresh15", "DDL001"),
+    # Then its DDL006 false alarms were read: AdaBins' chained switch and GroupViT's None
+    # tracker were fixed at their cause.
+    ("fresh15", "DDL006"),
 }
 
 

@@ -376,7 +376,7 @@ def guarded_locally(index: ModuleIndex, node: ast.AST) -> bool:
                 pass  # `if is_main_process():` before the group is up: rank 0 everywhere
             elif implies_rank0(anc.test, negated=not in_body):
                 return True
-            if in_body and _rank0_flag(index, anc.test):
+            if in_body and (_rank0_flag(index, anc.test) or _none_off_rank0(index, anc.test)):
                 return True
         elif isinstance(anc, ast.BoolOp) and isinstance(anc.op, ast.And):
             for v in anc.values:
@@ -444,9 +444,11 @@ def _rank_from_environment(index: ModuleIndex, call: ast.Call) -> bool:
     return any(reads_env_rank(n) for func in local for n in ast.walk(func))
 
 
-def _rank0_flag(index: ModuleIndex, test: ast.AST) -> bool:
+def _rank0_flag(index: ModuleIndex, test: ast.AST, depth: int = 0) -> bool:
     """`if args.save_logs:` where every assignment of the flag is itself a rank-0 test
-    (`args.save_logs = args.logs and is_master(args)`); also as one operand of an `and`."""
+    (`args.save_logs = args.logs and is_master(args)`), or one more such flag anded with
+    something (`should_log = should_write and logging` after `should_write = not
+    args.distributed or args.rank == 0`); also as one operand of an `and`."""
     atoms = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
     for atom in atoms:
         if not isinstance(atom, (ast.Name, ast.Attribute)):
@@ -456,8 +458,60 @@ def _rank0_flag(index: ModuleIndex, test: ast.AST) -> bool:
         values = index.values_of(dotted(atom) or "", atom)
         if not values and isinstance(atom, ast.Attribute):
             values = _flags_by_key(index).get(atom.attr, [])
-        if values and all(isinstance(v, ast.expr) and implies_rank0(v) for v in values):
+        if values and all(
+            isinstance(v, ast.expr)
+            and (implies_rank0(v) or (depth < 2 and _rank0_flag(index, v, depth + 1)))
+            for v in values
+        ):
             return True
+    return False
+
+
+def _none_off_rank0(index: ModuleIndex, test: ast.AST) -> bool:
+    """`if wandb is not None:` (or `if wandb:`) where, in this function, the name is set to
+    None and otherwise bound only under a rank-0 test (`if rank == 0: import wandb;
+    wandb.init(...)` / `else: wandb = None`): it is None on every other rank."""
+    name = test.left if isinstance(test, ast.Compare) else test
+    if isinstance(test, ast.Compare) and not (
+        len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot) and is_const_none(test)
+    ):
+        return False
+    if not isinstance(name, ast.Name):
+        return False
+    scope = index.scope_of(test)
+    values = [v for s, v in index.bindings.get(name.id, ()) if s is scope]
+    nones = [v for v in values if isinstance(v, ast.Constant) and v.value is None]
+    if not nones:
+        return False
+    others = [v for v in values if v not in nones]
+    imports = [
+        n
+        for n in ast.walk(scope)
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        and index.scope_of(n) is scope
+        and any((a.asname or a.name.split(".")[0]) == name.id for a in n.names)
+    ]
+    if not (others or imports) or any(not isinstance(v, ast.AST) for v in others):
+        return False
+    return all(_under_rank0_test(index, n) for n in (*others, *imports))
+
+
+def is_const_none(test: ast.Compare) -> bool:
+    right = test.comparators[0]
+    return isinstance(right, ast.Constant) and right.value is None
+
+
+def _under_rank0_test(index: ModuleIndex, node: ast.AST) -> bool:
+    """Inside the rank-0 side of an `if` of its own function (no deeper reading)."""
+    child = node
+    for anc in index.ancestors(node):
+        if (
+            isinstance(anc, ast.If)
+            and child is not anc.test
+            and implies_rank0(anc.test, negated=child not in anc.body)
+        ):
+            return True
+        child = anc
     return False
 
 
