@@ -470,7 +470,10 @@ def _rank0_flag(index: ModuleIndex, test: ast.AST, depth: int = 0) -> bool:
 def _none_off_rank0(index: ModuleIndex, test: ast.AST) -> bool:
     """`if wandb is not None:` (or `if wandb:`) where, in this function, the name is set to
     None and otherwise bound only under a rank-0 test (`if rank == 0: import wandb;
-    wandb.init(...)` / `else: wandb = None`): it is None on every other rank."""
+    wandb.init(...)` / `else: wandb = None`): it is None on every other rank. Also as one
+    operand of an `and`."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_none_off_rank0(index, v) for v in test.values)
     name = test.left if isinstance(test, ast.Compare) else test
     if isinstance(test, ast.Compare) and not (
         len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot) and is_const_none(test)
