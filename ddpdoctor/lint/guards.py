@@ -349,6 +349,20 @@ def implies_rank0(test: ast.AST, negated: bool = False) -> bool:
     return polarity == (-1 if negated else 1)
 
 
+def only_off_rank0(test: ast.AST) -> bool:
+    """Whether `test` being true means we are not on rank 0 (`if args.gpu != 0:`, also
+    `if args.distributed and args.gpu != 0:`): a branch the other ranks alone run."""
+    if isinstance(test, ast.BoolOp):
+        parts = [only_off_rank0(v) for v in test.values]
+        return any(parts) if isinstance(test.op, ast.And) else all(parts)
+    return _atom(test) == -1
+
+
+def else_off_rank0(test: ast.AST) -> bool:
+    """Whether the `else:` of `if test:` runs off rank 0 alone (`if rank == 0: ... else:`)."""
+    return _atom(test) == 1
+
+
 def exits(body: list[ast.stmt]) -> bool:
     """The block ends by leaving: return, continue, break, raise, exit()."""
     if not body:
@@ -519,18 +533,32 @@ def _under_rank0_test(index: ModuleIndex, node: ast.AST) -> bool:
 
 
 def _switched_on_rank0(index: ModuleIndex) -> set[str]:
-    """Attributes switched on (`opt.log = True`) only in the rank-0 branch of a rank test:
-    in this file, or in a helper of the project it calls (HybrIK's init_dist sets `opt.log`
-    so, and its script guards every write with `if opt.log:`)."""
+    """Attributes switched on (`opt.log = True`) only in the rank-0 branch of a rank test, or
+    on by default and switched off on the other ranks (`self.verbose = True`, then `if gpu !=
+    0: self.verbose = False`): in this file, in a helper of the project it calls (HybrIK's
+    init_dist sets `opt.log` so, and its script guards every write with `if opt.log:`), or in
+    the constructor of a project class a class of this file derives from (VL-T5's
+    TrainerBase sets `self.verbose`)."""
     found = index.__dict__.get("_switched_on_rank0")
     if found is None:
-        from ddpdoctor.lint.project import RANK_FLAG, program_effects, rank0_switches, switches_on
+        from ddpdoctor.lint.project import (
+            RANK_FLAG,
+            external_effects,
+            program_effects,
+            rank0_switches,
+            switches_on,
+        )
 
-        found = rank0_switches(index.ifs, [n for n in index.assigns if switches_on(n)])
+        switches = [n for n in index.assigns if switches_on(n)]
+        defaults = [n for n in switches if isinstance(index.parent(n), FUNC_TYPES)]
+        found = rank0_switches(index.ifs, switches, defaults)
         if index.project is not None:
-            found |= {
-                e[len(RANK_FLAG) :] for e in program_effects(index) if e.startswith(RANK_FLAG)
-            }
+            effects = set(program_effects(index))
+            for cls in index.classes.values():
+                for base in cls.bases:
+                    made = ast.Call(func=base, args=[], keywords=[])
+                    effects |= external_effects(index, made) or set()
+            found |= {e[len(RANK_FLAG) :] for e in effects if e.startswith(RANK_FLAG)}
         index.__dict__["_switched_on_rank0"] = found
     return found
 

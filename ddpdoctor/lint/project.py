@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from ddpdoctor.lint.files import read_bytes, skip_dir, unreadable_reason
-from ddpdoctor.lint.guards import implies_rank0, rank0_function
+from ddpdoctor.lint.guards import else_off_rank0, implies_rank0, only_off_rank0, rank0_function
 from ddpdoctor.lint.index import (
     CHILD_FIELDS,
     FUNC_TYPES,
@@ -754,7 +754,11 @@ def _call_fact(facts: FuncFacts, node: ast.Call, func: ast.AST, names: set[str],
 
 
 def _rank_test(node: ast.If | ast.IfExp) -> bool:
-    return implies_rank0(node.test) or implies_rank0(node.test, True)
+    return (
+        implies_rank0(node.test)
+        or implies_rank0(node.test, True)
+        or only_off_rank0(node.test)  # `if args.distributed and args.gpu != 0:`
+    )
 
 
 def _finish(facts: FuncFacts, func: ast.AST, other_samplers: bool) -> FuncFacts:
@@ -809,7 +813,8 @@ def _function_facts(
                     rank_ifs.append(node)
         if into is not facts:
             _merge_part(facts, into)
-    for attr in rank0_switches(rank_ifs, switches):
+    body = getattr(func, "body", [])
+    for attr in rank0_switches(rank_ifs, switches, [s for s in switches if s in body]):
         # `if opt.rank == 0: opt.log = True else: opt.log = False` in the set-up helper
         # (HybrIK's init_dist): the caller's `if opt.log:` is a rank-0 test
         facts.direct.add(RANK_FLAG + attr)
@@ -834,21 +839,57 @@ def switches_on(node: ast.AST) -> bool:
     )
 
 
-def rank0_switches(ifs: Iterable[ast.If], switches: Iterable[ast.Assign]) -> set[str]:
+def rank0_switches(
+    ifs: Iterable[ast.If], switches: Iterable[ast.Assign], defaults: Iterable[ast.Assign] = ()
+) -> set[str]:
     """The attributes every one of whose switch-ons (see switches_on) lies directly in the
-    branch of one of these `if`s that only rank 0 runs (its body, or its else)."""
+    branch of one of these `if`s that only rank 0 runs (its body, or its else); or that are
+    switched on unconditionally (`defaults`: `self.verbose = True` in the function's own body)
+    and switched off in a branch only the other ranks run (`if args.gpu != 0: self.verbose =
+    False`)."""
     on_rank0: set[int] = set()
+    off_rank0: set[int] = set()
+    ifs = list(ifs)
     for node in ifs:
         if implies_rank0(node.test):
-            branch = node.body
-        else:
-            branch = node.orelse if implies_rank0(node.test, True) else []
-        on_rank0.update(id(n) for n in branch)
+            on_rank0.update(id(n) for n in node.body)
+        elif implies_rank0(node.test, True):
+            on_rank0.update(id(n) for n in node.orelse)
+        if only_off_rank0(node.test):
+            off_rank0.update(id(n) for n in node.body)
+        elif else_off_rank0(node.test):
+            off_rank0.update(id(n) for n in node.orelse)
+    switches, default_ids = list(switches), {id(d) for d in defaults}
     attrs = {s.targets[0].attr: True for s in switches}  # type: ignore[attr-defined]
+    by_default: set[str] = set()
     for s in switches:
-        if id(s) not in on_rank0:
-            attrs[s.targets[0].attr] = False  # type: ignore[attr-defined]
-    return {attr for attr, only_rank0 in attrs.items() if only_rank0}
+        attr = s.targets[0].attr  # type: ignore[attr-defined]
+        if id(s) in default_ids:
+            by_default.add(attr)
+        elif id(s) not in on_rank0:
+            attrs[attr] = False
+    turned_off = {
+        n.targets[0].attr  # type: ignore[attr-defined]
+        for node in ifs
+        for n in (*node.body, *node.orelse)
+        if id(n) in off_rank0 and switches_off(n)
+    }
+    return {
+        attr
+        for attr, only_rank0 in attrs.items()
+        if only_rank0 and (attr not in by_default or attr in turned_off)
+    }
+
+
+def switches_off(node: ast.AST) -> bool:
+    """`self.verbose = False`: an attribute switched off."""
+    return (
+        type(node) is ast.Assign
+        and len(node.targets) == 1
+        and type(node.targets[0]) is ast.Attribute
+        and type(node.value) is ast.Constant
+        and node.value.value is False
+    )
 
 
 def _passes_one_of(call: ast.Call, names: set[str]) -> bool:

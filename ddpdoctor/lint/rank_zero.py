@@ -418,7 +418,14 @@ def _print_silenced(index: ModuleIndex) -> bool:
 def _where(site: ast.Call | None) -> str:
     if site is None:
         return ""
-    return f" (through {dotted(site.func) or 'a call'}() on line {site.lineno}, not guarded)"
+    return f" (through {_callee(site)}() on line {site.lineno}, not guarded)"
+
+
+def _callee(call: ast.Call) -> str:
+    """`trainer.train` for `trainer.train()`; `.train` for `Trainer(args).train()`."""
+    if (name := dotted(call.func)) is not None:
+        return name
+    return f".{call.func.attr}" if isinstance(call.func, ast.Attribute) else "a call"
 
 
 def _site_place(site: ast.Call | None) -> tuple[tuple[str | None, int, str], ...]:
@@ -426,9 +433,7 @@ def _site_place(site: ast.Call | None) -> tuple[tuple[str | None, int, str], ...
     mistake (see Related): a guard may go around the write or around that call."""
     if site is None:
         return ()
-    return (
-        (None, site.lineno, f"the call of {dotted(site.func) or 'it'}() that every rank makes"),
-    )
+    return ((None, site.lineno, f"the call of {_callee(site)}() that every rank makes"),)
 
 
 def _saves(index: ModuleIndex, call: ast.Call) -> bool:
