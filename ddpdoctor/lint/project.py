@@ -830,12 +830,17 @@ RANK_FLAG = "rank_flag:"  # a fact: this attribute is switched on on rank 0 only
 
 def switches_on(node: ast.AST) -> bool:
     """`opt.log = True`: an attribute switched on."""
+    return _switches(node, True)
+
+
+def _switches(node: ast.AST, value: bool) -> bool:
+    """`x.attr = True` (or False): an attribute set to that constant."""
     return (
         type(node) is ast.Assign
         and len(node.targets) == 1
         and type(node.targets[0]) is ast.Attribute
         and type(node.value) is ast.Constant
-        and node.value.value is True
+        and node.value.value is value
     )
 
 
@@ -883,13 +888,7 @@ def rank0_switches(
 
 def switches_off(node: ast.AST) -> bool:
     """`self.verbose = False`: an attribute switched off."""
-    return (
-        type(node) is ast.Assign
-        and len(node.targets) == 1
-        and type(node.targets[0]) is ast.Attribute
-        and type(node.value) is ast.Constant
-        and node.value.value is False
-    )
+    return _switches(node, False)
 
 
 def _passes_one_of(call: ast.Call, names: set[str]) -> bool:
