@@ -597,4 +597,38 @@ def check(index: ModuleIndex) -> list[Hit]:
         + _cuda0_option_default(index)
         + _global_rank_moves(index)
         + _ddp_on_uncovered_path(index)
+        + _one_visible_gpu(index)
     )
+
+
+def _one_visible_gpu(index: ModuleIndex) -> list[Hit]:
+    """`os.environ["CUDA_VISIBLE_DEVICES"] = "0"` in a program that sets a group up: one
+    fixed GPU for every process, so the ranks of a node share it (or ask for devices that are
+    not there). A list of several, or a value made per rank, is no such pin; nor is a
+    single-process branch's."""
+    if not index.all_init_calls:
+        return []
+    hits: list[Hit] = []
+    for assign in index.assigns:
+        if len(assign.targets) != 1 or not isinstance(assign.targets[0], ast.Subscript):
+            continue
+        target = assign.targets[0]
+        if (
+            dotted(target.value) not in ("os.environ", "environ")
+            or _str(target.slice) != "CUDA_VISIBLE_DEVICES"
+        ):
+            continue
+        value = _str(assign.value)
+        if value is None or not value.strip().isdigit():
+            continue  # several GPUs, or a value we cannot read
+        if single_process_branch(index, assign) or rank0_only(index, assign):
+            continue
+        hits.append(
+            Hit(
+                assign,
+                "DDL004",
+                f'CUDA_VISIBLE_DEVICES is set to "{value}" for every process: the ranks of a '
+                "node all see that one GPU (set it per rank, or leave it to the launcher)",
+            )
+        )
+    return hits
