@@ -188,68 +188,59 @@ def score(rows: list[dict], trees: str) -> tuple[dict[str, dict[str, Tally]], li
     runs: dict[int, list] = {}  # row number -> the findings of linting its script
     for i, row in enumerate(rows):
         tree = os.path.join(trees, row["repo"].replace("/", "+"))
-        script = os.path.join(tree, row["path"])
-        if not os.path.isfile(script):
+        if not os.path.isfile(_script(trees, row)):
             missing.append(f"{row['repo']}:{row['path']}")
             continue
-        runs[i] = lint_files([script], root=tree)
+        runs[i] = lint_files([_script(trees, row)], root=tree)
     places: dict[str, dict[int, int]] = {}
 
     def place(path: str, line: int) -> tuple[str, int]:
         """A (file, line) as the first line of its statement (see statement_lines)."""
+        path = os.path.abspath(path)
         if path not in places:
             places[path] = statement_lines(path)
         return path, places[path].get(line, line)
 
-    # Every judged place of a repository, by rule: a finding whose other end (Related) is one
-    # of them names that mistake, whichever script's row holds the verdict.
+    # Every judged place of a repository, by rule, and every other place (Related) its
+    # findings name: a verdict on either end of a mistake is the same mistake, whichever
+    # script's row holds the verdict.
     judged: dict[tuple[str, str], set[tuple[str, int]]] = defaultdict(set)
-    for i, row in enumerate(rows):
-        if i not in runs:
-            continue
-        script = os.path.abspath(os.path.join(trees, row["repo"].replace("/", "+"), row["path"]))
+    related: dict[tuple[str, str], set[tuple[str, int]]] = defaultdict(set)
+    for i, found in runs.items():
+        row = rows[i]
         for code, verdict in row["verdicts"].items():
             for n in [] if verdict == "clean" else verdict:
-                judged[row["repo"], code].add(place(script, n))
-    # Each finding's places, and the places each repository's findings name.
-    named: dict[tuple[str, str], set[tuple[str, int]]] = defaultdict(set)
-    for i, found in runs.items():
+                judged[row["repo"], code].add(place(_script(trees, row), n))
         for f in found:
-            ends = [(f.path, f.line), *((r.path, r.line) for r in f.related)]
-            named[rows[i]["repo"], f.code] |= {place(os.path.abspath(p), n) for p, n in ends}
-    for i, row in enumerate(rows):
-        if i not in runs:
-            continue
-        script = os.path.abspath(os.path.join(trees, row["repo"].replace("/", "+"), row["path"]))
+            related[row["repo"], f.code] |= {place(r.path, r.line) for r in f.related}
+    for i, found in runs.items():
+        row = rows[i]
+        script = _script(trees, row)
         where = f"{row['repo']}:{row['path']}"
         for code, verdict in row["verdicts"].items():
             expected = set() if verdict == "clean" else set(verdict)
             tally = tallies[row["split"]][code]
             tally.violations += len(expected)
-            # Found: a finding of this script's run on the line, or any finding of the
-            # repository's runs whose other end is this line.
-            own = {place(script, f.line) for f in runs[i] if f.code == code and _here(f, script)}
-            hit = own | named[row["repo"], code]
+            mine = [f for f in found if f.code == code and os.path.abspath(f.path) == script]
+            hit = {place(script, f.line) for f in mine} | related[row["repo"], code]
             missed = sorted(n for n in expected if place(script, n) not in hit)
             tally.found += len(expected) - len(missed)
             tally.missed += [f"{where}:{n}" for n in missed]
             level = RULES_BY_CODE[code].level
-            alarms = sorted(
+            alarms = {
                 f.line
-                for f in runs[i]
-                if f.code == code
-                and _here(f, script)
-                and not any(
-                    place(os.path.abspath(p), n) in judged[row["repo"], code]
+                for f in mine
+                if not any(
+                    place(p, n) in judged[row["repo"], code]
                     for p, n in [(f.path, f.line), *((r.path, r.line) for r in f.related)]
                 )
-            )
-            tally.false_alarms += [f"{where}:{n} ({level})" for n in sorted(set(alarms))]
+            }
+            tally.false_alarms += [f"{where}:{n} ({level})" for n in sorted(alarms)]
     return tallies, missing
 
 
-def _here(finding, script: str) -> bool:
-    return os.path.abspath(finding.path) == script
+def _script(trees: str, row: dict) -> str:
+    return os.path.abspath(os.path.join(trees, row["repo"].replace("/", "+"), row["path"]))
 
 
 def statement_lines(path: str) -> dict[int, int]:
