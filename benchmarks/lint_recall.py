@@ -12,8 +12,9 @@ as they would be for a user. A finding counts as found when its rule and line ma
 any other finding of a checked rule in that script is a false alarm. Lines of one statement
 count as one place (a finding on a long call's first line matches a verdict on its argument).
 A finding that names another place of the same mistake (`related`: the DataLoader a sampler
-feeds; the sampler a helper builds) matches a verdict on either place, in whichever script of
-the repository the judge put it: judges were told different ends of DDL003 over time.
+feeds, the sampler a helper builds, the unguarded call through which a helper's write runs)
+matches a verdict on either place, in whichever script of the repository the judge put it:
+judges were told different ends of DDL003 over time, and chose either end of the others.
 A verdict corrected after lint's findings on it were read (a path the judge missed) says so in
 its row's `rejudged` field, and the split's figure names it. Not a test: it prints numbers.
 

@@ -12,6 +12,7 @@ from ddpdoctor.lint.index import (
     ModuleIndex,
     dotted,
     has_star_args,
+    is_const,
     last_name,
     param_default,
     position,
@@ -488,11 +489,9 @@ def _none_off_rank0(index: ModuleIndex, test: ast.AST) -> bool:
     operand of an `and`."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return any(_none_off_rank0(index, v) for v in test.values)
-    name = test.left if isinstance(test, ast.Compare) else test
-    if isinstance(test, ast.Compare) and not (
-        len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot) and is_const_none(test)
-    ):
-        return False
+    name = test
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot):
+        name = test.left if is_const(test.comparators[0], None) else None
     if not isinstance(name, ast.Name):
         return False
     scope = index.scope_of(test)
@@ -511,11 +510,6 @@ def _none_off_rank0(index: ModuleIndex, test: ast.AST) -> bool:
     if not (others or imports) or any(not isinstance(v, ast.AST) for v in others):
         return False
     return all(_under_rank0_test(index, n) for n in (*others, *imports))
-
-
-def is_const_none(test: ast.Compare) -> bool:
-    right = test.comparators[0]
-    return isinstance(right, ast.Constant) and right.value is None
 
 
 def _under_rank0_test(index: ModuleIndex, node: ast.AST) -> bool:

@@ -853,37 +853,25 @@ def rank0_switches(
     and switched off in a branch only the other ranks run (`if args.gpu != 0: self.verbose =
     False`)."""
     on_rank0: set[int] = set()
-    off_rank0: set[int] = set()
-    ifs = list(ifs)
+    turned_off: set[str] = set()
     for node in ifs:
         if implies_rank0(node.test):
             on_rank0.update(id(n) for n in node.body)
         elif implies_rank0(node.test, True):
             on_rank0.update(id(n) for n in node.orelse)
         if only_off_rank0(node.test):
-            off_rank0.update(id(n) for n in node.body)
-        elif else_off_rank0(node.test):
-            off_rank0.update(id(n) for n in node.orelse)
-    switches, default_ids = list(switches), {id(d) for d in defaults}
-    attrs = {s.targets[0].attr: True for s in switches}  # type: ignore[attr-defined]
-    by_default: set[str] = set()
+            off = node.body
+        else:
+            off = node.orelse if else_off_rank0(node.test) else []
+        turned_off.update(n.targets[0].attr for n in off if switches_off(n))  # type: ignore[attr-defined]
+    default_ids = {id(d) for d in defaults}
+    attrs: dict[str, bool] = {}
     for s in switches:
         attr = s.targets[0].attr  # type: ignore[attr-defined]
-        if id(s) in default_ids:
-            by_default.add(attr)
-        elif id(s) not in on_rank0:
-            attrs[attr] = False
-    turned_off = {
-        n.targets[0].attr  # type: ignore[attr-defined]
-        for node in ifs
-        for n in (*node.body, *node.orelse)
-        if id(n) in off_rank0 and switches_off(n)
-    }
-    return {
-        attr
-        for attr, only_rank0 in attrs.items()
-        if only_rank0 and (attr not in by_default or attr in turned_off)
-    }
+        by_default = id(s) in default_ids
+        ok = (by_default and attr in turned_off) or (not by_default and id(s) in on_rank0)
+        attrs[attr] = attrs.get(attr, True) and ok
+    return {attr for attr, only_rank0 in attrs.items() if only_rank0}
 
 
 def switches_off(node: ast.AST) -> bool:

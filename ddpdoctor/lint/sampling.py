@@ -776,13 +776,7 @@ def _epoch_seeded_class(index: ModuleIndex, call: ast.Call, name: str) -> bool:
         return "distributedsampler" in _class_bases(index, name) and "self.epoch" in ast.unparse(
             local
         )
-    head = call.func
-    while isinstance(head, ast.Attribute):
-        head = head.value
-    spec = index.from_imports.get(head.id) if isinstance(head, ast.Name) else None
-    if spec is None or index.project is None or index.path is None:
-        return False
-    path = index.project.module_path(os.path.abspath(index.path), spec[0], spec[1])
+    path = _project_module(index, call)
     try:
         text = read_bytes(path) if path is not None else b""
     except OSError:
@@ -838,17 +832,23 @@ def _handed_to_project_trainer(
 def _project_callee(index: ModuleIndex, call: ast.Call) -> bool:
     """Whether the callee is imported from a module of the project (`from model import
     LearningMethod`, `from neuralop import Trainer`): its text decides, not its effects."""
+    return _project_module(index, call) is not None
+
+
+def _project_module(index: ModuleIndex, call: ast.Call) -> str | None:
+    """The module of the project the callee's first name is imported from, by its import
+    line alone (`from data_utils import BucketSampler`, `import engine`), or None."""
     head = call.func
     while isinstance(head, ast.Attribute):
         head = head.value
     if not isinstance(head, ast.Name) or index.project is None or index.path is None:
-        return False
+        return None
     here = os.path.abspath(index.path)
     spec = index.from_imports.get(head.id)
     if spec is not None:
-        return index.project.module_path(here, spec[0], spec[1]) is not None
+        return index.project.module_path(here, spec[0], spec[1])
     module = index.module_imports.get(head.id)
-    return module is not None and index.project.module_path(here, module, 0) is not None
+    return None if module is None else index.project.module_path(here, module, 0)
 
 
 def _single_pass(index: ModuleIndex, loop_called: set[ast.AST]) -> bool:

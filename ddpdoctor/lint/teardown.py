@@ -80,14 +80,20 @@ def _in_unused_helper(index: ModuleIndex, call: ast.Call) -> bool:
     """An init in a top-level function this file never calls and does not start: a helper
     kept here for other scripts (waveglow's distributed.py, whose own `__main__` only launches
     processes), not part of this script's program."""
-    scope = index.scope_of(call)
+    return _uncalled(index, index.scope_of(call)) and all(
+        _never_run(index, c) for c in index.calls_by_name.get(DESTROY, ())
+    )
+
+
+def _uncalled(index: ModuleIndex, scope: ast.AST) -> bool:
+    """A top-level function of this file that nothing here calls or starts, and no decorator
+    runs (`@main.command()`: a CLI does)."""
     return (
         isinstance(scope, FUNC_TYPES)
         and index.scope_of(scope) is index.tree
-        and not scope.decorator_list  # `@main.command()`: a CLI runs it
+        and not scope.decorator_list
         and not index.call_sites.get(scope)
         and scope not in index.entry_points
-        and all(_never_run(index, c) for c in index.calls_by_name.get(DESTROY, ()))
     )
 
 
@@ -98,14 +104,10 @@ def _never_run(index: ModuleIndex, call: ast.Call) -> bool:
     holds the whole program). A `cleanup()` written and then forgotten destroys nothing."""
     scope = index.scope_of(call)
     return (
-        isinstance(scope, FUNC_TYPES)
+        _uncalled(index, scope)
+        and scope.name not in index.name_loads  # type: ignore[attr-defined]
+        and scope.name not in index.attr_names  # type: ignore[attr-defined]
         and not any(index.scope_of(i) in index.reachable(scope) for i in index.all_init_calls)
-        and index.scope_of(scope) is index.tree
-        and not scope.decorator_list
-        and not index.call_sites.get(scope)
-        and scope not in index.entry_points
-        and scope.name not in index.name_loads
-        and scope.name not in index.attr_names
     )
 
 
