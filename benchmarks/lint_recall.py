@@ -161,6 +161,12 @@ CONTAMINATED = {
     # Then its DDL006 false alarms were read: AdaBins' chained switch and GroupViT's None
     # tracker were fixed at their cause.
     ("fresh15", "DDL006"),
+    # Session 16: fresh16 was run once at 5b86334; its DDL004 false alarms were then read. DRAGON's
+    # CPU fallback and BBDM's spawned workers were fixed at their cause (BBDM's verdict, beside
+    # nnUNet's opposite one in fresh7, made nnUNet's rows re-judged); SSL4EO's ImageNet-style
+    # else branch was re-judged to agree with tune. BBDM's missed DDL007 was read too.
+    ("fresh16", "DDL004"),
+    ("fresh16", "DDL007"),
 }
 
 

@@ -19,7 +19,7 @@ from ddpdoctor.lint.index import (
     last_name,
     position,
 )
-from ddpdoctor.lint.project import program_effects
+from ddpdoctor.lint.project import imported_name, program_effects
 
 MOVES = ("to", "cuda", "to_empty")
 
@@ -184,6 +184,12 @@ def rank_kind(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> set[s
         return rank_kind(index, expr.body, depth + 1) | rank_kind(index, expr.orelse, depth + 1)
     if isinstance(expr, (ast.Name, ast.Attribute)):
         values = _reaching(index, expr) or index.values_of(dotted(expr) or "", expr)
+        if (
+            isinstance(expr, ast.Name)
+            and all(v is UNKNOWN for v in values)
+            and (id(index.scope_of(expr)), expr.id) in index.spawn_index_params
+        ):
+            return {"local"}  # `def worker(rank, ...)` that mp.spawn starts: its index here
         passed = index.passed_args(expr) if all(v is UNKNOWN for v in values) else None
         if passed:  # a parameter: what this file's callers pass (`train(rank)`, rank from SLURM)
             values = [UNKNOWN if arg is None else arg for arg in passed]
@@ -242,11 +248,47 @@ def _joined_as_local(index: ModuleIndex, depth: int) -> bool:
     every node. Joining so is its own mistake on several nodes, but not a device one."""
     inits = index.init_calls
     if not inits:
-        return False
+        return _helper_joins_as_local(index, depth)
     for call in inits:
         rank = next((k.value for k in call.keywords if k.arg == "rank"), None)
         if rank is None or rank_kind(index, rank, depth + 1) != {"local"}:
             return False
+    return True
+
+
+def _helper_joins_as_local(index: ModuleIndex, depth: int) -> bool:
+    """The same through a set-up helper of the project (`setup_ddp(rank, world_size)` whose
+    init passes its `rank` parameter on as `rank=`, nnUNet's): every such call here hands it
+    a local rank."""
+    project = index.project
+    calls = [c for c in index.all_init_calls if c not in index.init_calls]
+    if project is None or index.path is None or depth > 5:
+        return False
+    if not calls:
+        # A trainer module that makes no group: what the programs that import it join with
+        # (nnUNet's trainer asks `dist.get_rank()` in the group its spawned workers make).
+        reaching = [project.index_of(p) for p in sorted(project.programs_reaching(index.path))]
+        programs = [p for p in reaching if p is not None and p.all_init_calls]
+        return bool(programs) and all(_joined_as_local(p, depth + 1) for p in programs)
+    for call in calls:
+        target = imported_name(index, call.func)
+        helper = project.index_of(target[0]) if target else None
+        funcs = helper.functions.get(target[1], ()) if helper and target else ()
+        if len(funcs) != 1 or not helper:
+            return False
+        func = next(iter(funcs))
+        params = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
+        ranks = [
+            next((k.value for k in init.keywords if k.arg == "rank"), None)
+            for init in helper.init_calls
+            if helper.scope_of(init) is func
+        ]
+        if not ranks or not all(isinstance(r, ast.Name) and r.id in params for r in ranks):
+            return False
+        for r in ranks:
+            arg = argument_for(call, params, r.id)  # type: ignore[union-attr]
+            if arg is None or rank_kind(index, arg, depth + 1) != {"local"}:
+                return False
     return True
 
 

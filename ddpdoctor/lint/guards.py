@@ -237,11 +237,16 @@ def single_process_branch(index: ModuleIndex, node: ast.AST) -> bool:
     distributed test (`if opt["dist"]: ... else:`): code for one process."""
     child = node
     refused = _refused_when_distributed(index)
+    holds: list[ast.AST] = []  # tests known true here (the `if`s whose body holds node)
     for anc in index.ancestors(node):
         if isinstance(anc, ast.If) and child is not anc.test:
             in_body = child in anc.body
             if in_body and nondistributed_test(anc.test):
                 return True
+            if in_body and _one_process_or_refuted(anc.test, holds):
+                return True
+            if in_body:
+                holds.append(anc.test)
             if not in_body and (distributed_test(anc.test) or _several_gpus_and(anc.test)):
                 return True
             flag = _negated_flag(anc.test)
@@ -251,6 +256,25 @@ def single_process_branch(index: ModuleIndex, node: ast.AST) -> bool:
             return True
         child = anc
     return False
+
+
+def _one_process_or_refuted(test: ast.AST, holds: list[ast.AST]) -> bool:
+    """`if local_rank == -1 or not args.cuda:` around `if n > 1 and args.cuda:`: a distributed
+    run enters the outer branch only by its other operands, and a test known true inside
+    contradicts each of them, so what it holds runs in one process (DRAGON's get_devices)."""
+    if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or)):
+        return False
+    others = [v for v in test.values if not nondistributed_test(v)]
+    if len(others) == len(test.values):
+        return False
+    known = {dotted(t) for h in holds for t in _and_operands(h)} - {None}
+    return all(_negated_flag(v) in known for v in others)
+
+
+def _and_operands(test: ast.AST) -> list[ast.AST]:
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return [t for v in test.values for t in _and_operands(v)]
+    return [test]
 
 
 def distributed_branch(index: ModuleIndex, node: ast.AST) -> bool:
@@ -425,19 +449,16 @@ def function_object(index: ModuleIndex, test: ast.AST) -> bool:
 def asked_before_init(index: ModuleIndex, test_holder: ast.If | ast.IfExp) -> bool:
     """`if is_main_process():` (or `get_rank() == 0`) in a function that sets the group up only
     later: before the set-up such helpers answer "rank 0" on every rank, so it guards nothing."""
-    asks = [
-        n
-        for n in ast.walk(test_holder.test)
-        if isinstance(n, ast.Call)
+    scope = index.scope_of(test_holder)
+    inits = [position(i) for i in index.all_init_calls if index.scope_of(i) is scope]
+    if not inits or min(inits) <= position(test_holder):
+        return False  # asked first: most tests sit in functions that make no group
+    return any(
+        isinstance(n, ast.Call)
         and (rank0_name(n) or last_name(n.func) in ("get_rank", "get_global_rank"))
         and not _rank_from_environment(index, n)
-    ]
-    if not asks:
-        return False
-    scope = index.scope_of(test_holder)
-    here = position(test_holder)
-    inits = [position(i) for i in index.all_init_calls if index.scope_of(i) is scope]
-    return bool(inits) and min(inits) > here
+        for n in ast.walk(test_holder.test)
+    )
 
 
 def _rank_from_environment(index: ModuleIndex, call: ast.Call) -> bool:

@@ -681,13 +681,39 @@ class ModuleIndex:
             fn = spawn_target(call)
             if isinstance(fn, ast.Name):
                 targets.update(
-                    f for f in self.functions.get(fn.id, ()) if not self.enclosing_class(f)
+                    f
+                    for name in [fn.id, *self._launched_names(fn)]
+                    for f in self.functions.get(name, ())
+                    if not self.enclosing_class(f)
                 )
             elif isinstance(fn, ast.Attribute) and dotted(fn.value) in ("self", "cls"):
                 cls = self.enclosing_class(self.scope_of(call))
                 if cls is not None:
                     targets.update(self._methods_of(cls, fn.attr))
         return targets | self._handed_to_a_launcher()
+
+    def _launched_names(self, fn: ast.Name) -> list[str]:
+        """`def launch(world_size, run_fn): mp.spawn(run_fn, ...)`: the functions this file
+        passes for that parameter."""
+        return [a.id for a in self.passed_args(fn) or () if isinstance(a, ast.Name)]
+
+    @cached_property
+    def spawn_index_params(self) -> set[tuple[int, str]]:
+        """(id of function, parameter) for the first parameter of each function of this file
+        that `mp.spawn` / `start_processes` starts: they pass it the process's index on this
+        machine, a local rank (a global one is built from it: `node * ngpus + gpu`)."""
+        found: set[tuple[int, str]] = set()
+        for call in self.calls_named("spawn", "start_processes"):
+            fn = spawn_target(call)
+            if not isinstance(fn, ast.Name):
+                continue  # `partial(fn, x)` moves the index to a later parameter
+            for f in (
+                f for n in [fn.id, *self._launched_names(fn)] for f in self.functions.get(n, ())
+            ):
+                params = [a.arg for a in (*f.args.posonlyargs, *f.args.args)]
+                if params and not self.enclosing_class(f):
+                    found.add((id(f), params[0]))
+        return found
 
     def _handed_to_a_launcher(self) -> set[ast.AST]:
         """Functions of this file handed first to a launcher of the project that spawns
