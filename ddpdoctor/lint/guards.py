@@ -21,6 +21,7 @@ from ddpdoctor.lint.index import (
 RANK0_WORDS = (
     "master",
     "main_process",
+    "mainprocess",  # sssegmentation's `ismainprocess()`
     "is_main",
     "rank0",
     "rank_0",
