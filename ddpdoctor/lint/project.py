@@ -547,10 +547,31 @@ class FunctionTable(Mapping[str, FuncFacts]):
     def __getitem__(self, name: str) -> FuncFacts:
         facts = self._read.get(name)
         if facts is None:
-            if name not in self._spans:
+            if "." in name:  # `Class.method` (see method_target)
+                facts = self._read[name] = self._method_facts(*name.split(".", 1))
+            elif name not in self._spans:
                 raise KeyError(name)
-            facts = self._read[name] = self._facts_of(name)
+            else:
+                facts = self._read[name] = self._facts_of(name)
         return facts
+
+    def has_method(self, cls: str, method: str) -> bool:
+        return any(m == method for m, _, _ in self._methods.get(cls, ()))
+
+    def _method_facts(self, cls: str, method: str) -> FuncFacts:
+        """One method of a class, parsed alone under a bare class header (its last definition,
+        as Python keeps); its bare-name calls are the module's functions."""
+        spans = [(first, last) for m, first, last in self._methods.get(cls, ()) if m == method]
+        if not spans:
+            raise KeyError(f"{cls}.{method}")
+        text = b"".join([f"class {cls}:\n".encode(), self._lines(*spans[-1])])
+        try:
+            func = ast.parse(text).body[0].body[0]  # type: ignore[attr-defined]
+        except (SyntaxError, ValueError, RecursionError, MemoryError, IndexError):
+            return FuncFacts()
+        if not isinstance(func, FUNC_TYPES):
+            return FuncFacts()
+        return _function_facts(func, set(self._spans), self._imported)
 
     def _facts_of(self, name: str) -> FuncFacts:
         methods = self._methods.get(name)
@@ -1665,6 +1686,31 @@ def project_target(index: ModuleIndex, call: ast.Call) -> tuple[ModuleFacts, str
     if index.project is None or ref is None or not _names_an_import(index, call):
         return None
     return index.project.resolve(_as_module(index), ref)
+
+
+def method_target(index: ModuleIndex, call: ast.Call) -> tuple[ModuleFacts, str] | None:
+    """`parser.save(path)` where every value of `parser` here is `ConfigParser(...)`, a class
+    of another module of the project: that module's facts and `ConfigParser.save`; None for
+    anything else (a library object, a parameter, a method the class inherits)."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+        return None
+    if index.project is None or func.value.id not in index.bindings:
+        return None  # never assigned here: a parameter, a module, a global of elsewhere
+    values = index.values_of(func.value.id, call)
+    if not values or not all(isinstance(v, ast.Call) for v in values):
+        return None
+    found = [project_target(index, v) for v in values]  # type: ignore[arg-type]
+    target = found[0]
+    if target is None or any(
+        f is None or f[0].path != target[0].path or f[1] != target[1] for f in found
+    ):
+        return None
+    mod, cls = target
+    table = mod.functions
+    if not isinstance(table, FunctionTable) or not table.has_method(cls, func.attr):
+        return None
+    return mod, f"{cls}.{func.attr}"
 
 
 def local_effects(index: ModuleIndex, func: ast.AST) -> frozenset[str]:

@@ -31,6 +31,7 @@ from ddpdoctor.lint.project import (
     external_effects,
     imported_name,
     may_write,
+    method_target,
     passes_rank,
     passes_switch,
     program_effects,
@@ -567,14 +568,40 @@ def _writing_helper(index: ModuleIndex, call: ast.Call) -> bool:
     return not _in_handler(index, call)  # `except: save_batch(b); raise`: the failing rank's
 
 
+def _writing_method(index: ModuleIndex, call: ast.Call) -> bool:
+    """`config_parser.save(work_dir)` on an object of a project class whose method writes a
+    file in its own body and tests no rank: every rank that builds the object writes it."""
+    if index.resolve_call(call):
+        return False
+    found = method_target(index, call)
+    if found is None or index.project is None:
+        return False
+    facts = found[0].functions.get(found[1])
+    if facts is None or "writes" not in facts.direct or "rank_aware" in facts.direct:
+        return False
+    if not may_write(index.project.effects(found[0], found[1])):
+        return False
+    built = [v for v in index.values_of(call.func.value.id, call) if isinstance(v, ast.Call)]  # type: ignore[attr-defined]
+    if any(
+        _mentions_rank(index, a)
+        for c in [call, *built]
+        for a in [*c.args, *(k.value for k in c.keywords)]
+    ):
+        return False  # `meter.dump(f"stats_{rank}.json")`, `CSVLogger(f"{tag}_r{rank}.csv")`
+    return not rank0_goes_first(index, call) and not _in_handler(index, call)
+
+
 def _helper_writes(index: ModuleIndex) -> list[Hit]:
-    """A writing helper's call made on every rank here."""
+    """A writing helper's call made on every rank here, or a writing method of an object of
+    a project class."""
     effects = program_effects(index)
-    if "opens_log" not in effects and not may_write(effects):
-        return []
+    helpers = "opens_log" in effects or may_write(effects)
     hits: list[Hit] = []
     for call in index.calls:
-        if not _writing_helper(index, call):
+        if not (
+            (helpers and _writing_helper(index, call))
+            or (type(call.func) is ast.Attribute and _writing_method(index, call))
+        ):
             continue
         site = every_rank_call(index, call)
         if site is False:
