@@ -18,6 +18,7 @@ from ddpdoctor.lint.guards import guarded_locally, off_by_default, rank0_only, s
 from ddpdoctor.lint.index import (
     DDP_NAMES,
     FUNC_TYPES,
+    SPAWN_CALLS,
     ModuleIndex,
     dotted,
     follows_in_block,
@@ -78,6 +79,8 @@ def _load_without_map_location(index: ModuleIndex) -> list[Hit]:
             continue  # a per-rank file, saved from this rank's own GPU
         if guarded_locally(index, call) or single_process_branch(index, call):
             continue
+        if _launcher_only(index, call) or _shadowed(index, call):
+            continue  # `mp.spawn(train, ...)`, then `test(...)` in the launcher: one process
         if off_by_default(index, call):
             continue  # `if re_train: torch.load(p)` in a constructor nobody asks to re-train
         if _mapped_in_another_branch(index, call) or not _loads_state(index, call):
@@ -95,6 +98,31 @@ def _load_without_map_location(index: ModuleIndex) -> list[Hit]:
     if hits and _saves_cpu_tensors(index):
         return []  # asked last: it reads every function that saves
     return hits
+
+
+def _launcher_only(index: ModuleIndex, call: ast.Call) -> bool:
+    """In a function that only the launcher's own process runs: every call of it is made
+    where the workers are spawned (`mp.spawn(train, ...)` and then `test(...)` under
+    `__main__`), and no spawn call starts it."""
+    func = index.scope_of(call)
+    if not isinstance(func, FUNC_TYPES) or func in index.spawn_targets:
+        return False
+    sites = index.call_sites.get(func, [])
+    spawners = {id(index.scope_of(c)) for c in index.calls_named(*SPAWN_CALLS)}
+    return bool(sites) and all(
+        id(scope := index.scope_of(site)) in spawners and scope not in index.spawn_targets
+        for site in sites
+    )
+
+
+def _shadowed(index: ModuleIndex, call: ast.Call) -> bool:
+    """In a top-level function that a later `def` of the same name replaces: nothing can call
+    it (RepVGG's utils.py defines `load_checkpoint` twice)."""
+    func = index.scope_of(call)
+    if not isinstance(func, FUNC_TYPES) or func not in index.tree.body:
+        return False
+    later = index.tree.body[index.tree.body.index(func) + 1 :]
+    return any(isinstance(n, FUNC_TYPES) and n.name == func.name for n in later)
 
 
 PRIVATE_WORDS = (*IN_MEMORY_WORDS, "tmp", "temp")
@@ -161,11 +189,17 @@ def _per_rank_path(index: ModuleIndex, path: ast.AST, depth: int = 0) -> bool:
 
 def _mapped_in_another_branch(index: ModuleIndex, call: ast.Call) -> bool:
     """`if args.gpu is None: torch.load(p) else: torch.load(p, map_location=loc)`: the author
-    mapped the GPU case; the other branch is the CPU / single-process one."""
+    mapped the GPU case; the other branch is the CPU / single-process one. Only the other
+    branch of each `if` around it counts: a mapped load in the same branch, or anywhere under
+    `if __name__ == "__main__":`, says nothing of this one."""
+    child: ast.AST = call
     for anc in index.ancestors(call):
-        if not isinstance(anc, ast.If):
+        if not isinstance(anc, ast.If) or child is anc.test:
+            child = anc
             continue
-        for node in ast.walk(anc):
+        other = anc.orelse if child in anc.body else anc.body
+        child = anc
+        for node in (n for branch in other for n in ast.walk(branch)):
             if (
                 isinstance(node, ast.Call)
                 and node is not call
@@ -205,11 +239,13 @@ def _consumer(index: ModuleIndex, call: ast.Call) -> ast.AST | None:
 
 
 def _aliases_of(scope: ast.AST, names: set[str]) -> set[str]:
-    """Names assigned from a part of these in the same function (one step), and dicts they are
-    merged into (`model_dict.update(sd)`, then `model.load_state_dict(model_dict)`)."""
+    """Names assigned from a part of these in the same function or module body (one step),
+    dicts they are merged into (`model_dict.update(sd)`, then `model.load_state_dict(
+    model_dict)`), and dicts filled from their items."""
     found: set[str] = set()
-    if not isinstance(scope, FUNC_TYPES):
+    if not isinstance(scope, (*FUNC_TYPES, ast.Module)):
         return found
+    items = _item_names(scope, names)
     for node in ast.walk(scope):
         if (
             isinstance(node, ast.Call)
@@ -227,7 +263,28 @@ def _aliases_of(scope: ast.AST, names: set[str]) -> set[str]:
             value = value.value
         if isinstance(value, (ast.Name, ast.Attribute)) and dotted(value) in names:
             found |= {d for t in node.targets if (d := dotted(t))}
+        elif isinstance(value, ast.Name) and value.id in items:
+            # `for k, v in state.items(): kept[k] = v`: a dict filled from the loaded one
+            found |= {
+                d for t in node.targets if isinstance(t, ast.Subscript) and (d := dotted(t.value))
+            }
     return found
+
+
+def _item_names(scope: ast.AST, names: set[str]) -> set[str]:
+    """The value names of `for k, v in x.items()` loops over one of these names."""
+    out: set[str] = set()
+    for loop in ast.walk(scope):
+        if not (isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call)):
+            continue
+        func = loop.iter.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "items"):
+            continue
+        if dotted(func.value) in names and isinstance(loop.target, ast.Tuple):
+            last = loop.target.elts[-1]
+            if isinstance(last, ast.Name):
+                out.add(last.id)
+    return out
 
 
 def _loads_state(index: ModuleIndex, call: ast.Call) -> bool:
