@@ -517,7 +517,15 @@ def _none_off_rank0(index: ModuleIndex, test: ast.AST) -> bool:
     if not isinstance(name, ast.Name):
         return False
     scope = index.scope_of(test)
-    values = [v for s, v in index.bindings.get(name.id, ()) if s is scope]
+    cache: dict[tuple[int, str], bool] = index.__dict__.setdefault("_none_off_rank0", {})
+    key = (id(scope), name.id)
+    if key not in cache:  # the same for every test of this name in this function
+        cache[key] = _none_off_rank0_in(index, scope, name.id)
+    return cache[key]
+
+
+def _none_off_rank0_in(index: ModuleIndex, scope: ast.AST, name: str) -> bool:
+    values = [v for s, v in index.bindings.get(name, ()) if s is scope]
     nones = [v for v in values if isinstance(v, ast.Constant) and v.value is None]
     if not nones:
         return False
@@ -527,7 +535,7 @@ def _none_off_rank0(index: ModuleIndex, test: ast.AST) -> bool:
         for n in ast.walk(scope)
         if isinstance(n, (ast.Import, ast.ImportFrom))
         and index.scope_of(n) is scope
-        and any((a.asname or a.name.split(".")[0]) == name.id for a in n.names)
+        and any((a.asname or a.name.split(".")[0]) == name for a in n.names)
     ]
     if not (others or imports) or any(not isinstance(v, ast.AST) for v in others):
         return False

@@ -815,11 +815,14 @@ def _tests_rank(index: ModuleIndex, func: ast.AST) -> bool:
     """Whether a function holds a rank-0 test of its own (`if is_main_process():`)."""
     from ddpdoctor.lint.guards import implies_rank0
 
-    return any(
-        isinstance(node, ast.If)
-        and (implies_rank0(node.test) or implies_rank0(node.test, negated=True))
-        for node in ast.walk(func)
-    )
+    cache: dict[int, bool] = index.__dict__.setdefault("_tests_rank", {})
+    if id(func) not in cache:  # asked once per call of the function
+        cache[id(func)] = any(
+            isinstance(node, ast.If)
+            and (implies_rank0(node.test) or implies_rank0(node.test, negated=True))
+            for node in ast.walk(func)
+        )
+    return cache[id(func)]
 
 
 def _where_via(via: ast.Call | None) -> str:
