@@ -19,7 +19,7 @@ from ddpdoctor.lint.index import (
     last_name,
     position,
 )
-from ddpdoctor.lint.project import imported_name, program_effects
+from ddpdoctor.lint.project import Project, imported_name, program_effects
 
 MOVES = ("to", "cuda", "to_empty")
 
@@ -257,39 +257,43 @@ def _joined_as_local(index: ModuleIndex, depth: int) -> bool:
 
 
 def _helper_joins_as_local(index: ModuleIndex, depth: int) -> bool:
-    """The same through a set-up helper of the project (`setup_ddp(rank, world_size)` whose
-    init passes its `rank` parameter on as `rank=`, nnUNet's): every such call here hands it
-    a local rank."""
+    """The same where this file makes no group itself: every set-up helper of the project it
+    calls passes a local rank on as `rank=` (nnUNet's `setup_ddp(rank, world_size)`, handed a
+    spawn index), or, in a module that calls none (a trainer), every program of the project
+    that imports it and makes a group joins so (nnUNet's trainer asks `dist.get_rank()`)."""
     project = index.project
-    calls = [c for c in index.all_init_calls if c not in index.init_calls]
     if project is None or index.path is None or depth > 5:
         return False
-    if not calls:
-        # A trainer module that makes no group: what the programs that import it join with
-        # (nnUNet's trainer asks `dist.get_rank()` in the group its spawned workers make).
-        reaching = [project.index_of(p) for p in sorted(project.programs_reaching(index.path))]
-        programs = [p for p in reaching if p is not None and p.all_init_calls]
-        return bool(programs) and all(_joined_as_local(p, depth + 1) for p in programs)
-    for call in calls:
-        target = imported_name(index, call.func)
-        helper = project.index_of(target[0]) if target else None
-        funcs = helper.functions.get(target[1], ()) if helper and target else ()
-        if len(funcs) != 1 or not helper:
-            return False
-        func = next(iter(funcs))
-        params = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
-        ranks = [
-            next((k.value for k in init.keywords if k.arg == "rank"), None)
-            for init in helper.init_calls
-            if helper.scope_of(init) is func
-        ]
-        if not ranks or not all(isinstance(r, ast.Name) and r.id in params for r in ranks):
-            return False
-        for r in ranks:
-            arg = argument_for(call, params, r.id)  # type: ignore[union-attr]
-            if arg is None or rank_kind(index, arg, depth + 1) != {"local"}:
-                return False
-    return True
+    calls = [c for c in index.all_init_calls if c not in index.init_calls]
+    if calls:
+        return all(_passes_local_rank(index, project, call, depth) for call in calls)
+    reaching = [project.index_of(p) for p in sorted(project.programs_reaching(index.path))]
+    programs = [p for p in reaching if p is not None and p.all_init_calls]
+    return bool(programs) and all(_joined_as_local(p, depth + 1) for p in programs)
+
+
+def _passes_local_rank(index: ModuleIndex, project: Project, call: ast.Call, depth: int) -> bool:
+    """A call of a project helper whose every init passes one of its parameters on as
+    `rank=`, given a local rank for each."""
+    target = imported_name(index, call.func)
+    helper = project.index_of(target[0]) if target else None
+    funcs = helper.functions.get(target[1], []) if helper is not None and target else []
+    if len(funcs) != 1 or helper is None:
+        return False
+    func = funcs[0]
+    params = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
+    ranks = [
+        next((k.value for k in init.keywords if k.arg == "rank"), None)
+        for init in helper.init_calls
+        if helper.scope_of(init) is func
+    ]
+    return bool(ranks) and all(
+        isinstance(r, ast.Name)
+        and r.id in params
+        and (arg := argument_for(call, params, r.id)) is not None
+        and rank_kind(index, arg, depth + 1) == {"local"}
+        for r in ranks
+    )
 
 
 def _global_elsewhere(index: ModuleIndex, expr: ast.AST) -> bool:

@@ -515,6 +515,7 @@ class FunctionTable(Mapping[str, FuncFacts]):
     first ask by parsing only its own lines (for a class, its `__init__` and the methods that
     may run from there): a module is remembered in full for the few of its functions another
     module calls, and walking all of them cost more than the rest of the cross-file reading.
+    A `Class.method` key reads one method the same way (see method_target).
     The source is kept, not the tree (torch's trees would take 1.4 GB). Should a piece not
     parse on its own, the whole module is read again once."""
 
@@ -556,6 +557,7 @@ class FunctionTable(Mapping[str, FuncFacts]):
         return facts
 
     def has_method(self, cls: str, method: str) -> bool:
+        """Whether the class (one with an `__init__`) defines this method itself."""
         return any(m == method for m, _, _ in self._methods.get(cls, ()))
 
     def _method_facts(self, cls: str, method: str) -> FuncFacts:
