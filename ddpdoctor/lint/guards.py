@@ -242,11 +242,9 @@ def single_process_branch(index: ModuleIndex, node: ast.AST) -> bool:
     for anc in index.ancestors(node):
         if isinstance(anc, ast.If) and child is not anc.test:
             in_body = child in anc.body
-            if in_body and nondistributed_test(anc.test):
-                return True
-            if in_body and _one_process_or_refuted(anc.test, holds):
-                return True
             if in_body:
+                if nondistributed_test(anc.test) or _one_process_or_refuted(anc.test, holds):
+                    return True
                 holds.append(anc.test)
             if not in_body and (distributed_test(anc.test) or _several_gpus_and(anc.test)):
                 return True

@@ -566,7 +566,7 @@ class FunctionTable(Mapping[str, FuncFacts]):
         spans = [(first, last) for m, first, last in self._methods.get(cls, ()) if m == method]
         if not spans:
             raise KeyError(f"{cls}.{method}")
-        text = b"".join([f"class {cls}:\n".encode(), self._lines(*spans[-1])])
+        text = _under_class(cls, [self._lines(*spans[-1])])
         try:
             func = ast.parse(text).body[0].body[0]  # type: ignore[attr-defined]
         except (SyntaxError, ValueError, RecursionError, MemoryError, IndexError):
@@ -604,8 +604,7 @@ class FunctionTable(Mapping[str, FuncFacts]):
                     if (callee := word.decode("utf-8", "replace")) not in wanted:
                         wanted.add(callee)
                         todo.append(callee)
-        body = [self._lines(f, e) for m, f, e in methods if m in wanted]
-        return b"".join([f"class {name}:\n".encode(), *body])
+        return _under_class(name, [self._lines(f, e) for m, f, e in methods if m in wanted])
 
     def _lines(self, first: int, last: int) -> bytes:
         if self._all_lines is None:
@@ -624,6 +623,11 @@ class FunctionTable(Mapping[str, FuncFacts]):
         facts = _all_function_facts(tree, self._imported)
         self._read.update(facts)
         return facts
+
+
+def _under_class(name: str, methods: list[bytes]) -> bytes:
+    """Method lines under a bare class header: a piece that parses on its own."""
+    return b"".join([f"class {name}:\n".encode(), *methods])
 
 
 SELF_CALL = re.compile(rb"\bself\s*\.\s*(\w+)\s*\(")
@@ -1690,19 +1694,23 @@ def project_target(index: ModuleIndex, call: ast.Call) -> tuple[ModuleFacts, str
     return index.project.resolve(_as_module(index), ref)
 
 
-def method_target(index: ModuleIndex, call: ast.Call) -> tuple[ModuleFacts, str] | None:
+def method_target(
+    index: ModuleIndex, call: ast.Call
+) -> tuple[ModuleFacts, str, list[ast.Call]] | None:
     """`parser.save(path)` where every value of `parser` here is `ConfigParser(...)`, a class
-    of another module of the project: that module's facts and `ConfigParser.save`; None for
-    anything else (a library object, a parameter, a method the class inherits)."""
+    of another module of the project: that module's facts, `ConfigParser.save` and the calls
+    that built the object; None for anything else (a library object, a parameter, a method
+    the class inherits)."""
     func = call.func
     if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
         return None
     if index.project is None or func.value.id not in index.bindings:
         return None  # never assigned here: a parameter, a module, a global of elsewhere
     values = index.values_of(func.value.id, call)
-    if not values or not all(isinstance(v, ast.Call) for v in values):
+    built = [v for v in values if isinstance(v, ast.Call)]
+    if not built or len(built) != len(values):
         return None
-    found = [project_target(index, v) for v in values]  # type: ignore[arg-type]
+    found = [project_target(index, v) for v in built]
     target = found[0]
     if target is None or any(
         f is None or f[0].path != target[0].path or f[1] != target[1] for f in found
@@ -1712,7 +1720,7 @@ def method_target(index: ModuleIndex, call: ast.Call) -> tuple[ModuleFacts, str]
     table = mod.functions
     if not isinstance(table, FunctionTable) or not table.has_method(cls, func.attr):
         return None
-    return mod, f"{cls}.{func.attr}"
+    return mod, f"{cls}.{func.attr}", built
 
 
 def local_effects(index: ModuleIndex, func: ast.AST) -> frozenset[str]:

@@ -576,12 +576,12 @@ def _writing_method(index: ModuleIndex, call: ast.Call) -> bool:
     found = method_target(index, call)
     if found is None or index.project is None:
         return False
-    facts = found[0].functions.get(found[1])
+    mod, method, built = found
+    facts = mod.functions.get(method)
     if facts is None or "writes" not in facts.direct or "rank_aware" in facts.direct:
         return False
-    if not may_write(index.project.effects(found[0], found[1])):
+    if not may_write(index.project.effects(mod, method)):
         return False
-    built = [v for v in index.values_of(call.func.value.id, call) if isinstance(v, ast.Call)]  # type: ignore[attr-defined]
     if any(
         _mentions_rank(index, a)
         for c in [call, *built]
