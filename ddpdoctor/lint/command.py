@@ -45,7 +45,7 @@ def run(args: LintArgs) -> int:
     files = collected.files
     findings = [
         f
-        for f in lint_files(files, root or find_root(paths))
+        for f in lint_files(files, root or find_root(paths), collected.named)
         if (selected is None or f.code in selected) and f.code not in ignored
     ]
     if output_format == "json":

@@ -22,7 +22,7 @@ from ddpdoctor.lint import (
     teardown,
 )
 from ddpdoctor.lint.built_classes import built_class_writes
-from ddpdoctor.lint.files import collect_files, read_bytes
+from ddpdoctor.lint.files import collect, read_bytes
 from ddpdoctor.lint.finding import Hit, LintFinding, Related
 from ddpdoctor.lint.index import ModuleIndex, dotted
 from ddpdoctor.lint.project import MARKERS, WRITE_WORDS, Project, find_root
@@ -83,11 +83,13 @@ def lint_source(
     project: Project | None = None,
     tree: ast.Module | None = None,
     marked: bool | None = None,
+    named: bool = True,
 ) -> list[LintFinding]:
     """All findings for one file's text, sorted, `# noqa` applied. Never raises on bad input.
     With a project, calls into the project's other modules are followed (read, never run);
     `tree` is the source already parsed; `marked`, whether the text holds a marker (MARKERS),
-    when the caller already knows."""
+    when the caller already knows; `named`, whether the user named the file (else it was
+    found in a folder, and is not even parsed when the checks have nothing to ask of it)."""
     notes: list[LintFinding] = []
     if marked is None:
         marked = any(m in source for m in MARKERS)
@@ -97,6 +99,18 @@ def lint_source(
         return []
     if tree is None and seen:
         tree = project.take_tree(path)
+    # Found in a folder, and nothing for the checks here (no DDP word, no link to the project's
+    # set-up, not a loop a DDP program runs): not parsed unless another module reaches it. A
+    # syntax error there hides nothing from these rules, so no DDL000 (a file named on the
+    # command line is always parsed, and told).
+    if (
+        tree is None
+        and project is not None
+        and not (seen or named or marked)
+        and not _worth_reading(source, path, project)
+    ):
+        project.put_off(path, source)
+        return []
     try:
         tree = tree or ast.parse(source, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
@@ -134,7 +148,7 @@ def lint_source(
         # config.py calling `distributed.enable()`): what it does after that runs on every rank.
         # And a training loop the program imports (`engine.do_train`): it runs on every rank.
         if project is None or not (
-            (_main_guard(tree) and _may_set_up(source, path, project))
+            ("__name__" in source and _may_set_up(source, path, project) and _main_guard(tree))
             or _writing_link(source, project)
             or _program_loop(source, path, project)
         ):
@@ -193,6 +207,16 @@ def _needs_tree(source: str, path: str, project: Project, marked: bool) -> bool:
     return (
         "__main__" in source
         or marked
+        or _writing_link(source, project)
+        or _program_loop(source, path, project)
+    )
+
+
+def _worth_reading(source: str, path: str, project: Project) -> bool:
+    """What the engine asks of a file without DDP words once it is parsed (below), asked of its
+    text first: a file that fails it is not parsed at all."""
+    return (
+        ("__name__" in source and _may_set_up(source, path, project))
         or _writing_link(source, project)
         or _program_loop(source, path, project)
     )
@@ -301,9 +325,13 @@ def read_source(path: str) -> tuple[str, bool] | LintFinding:
         return LintFinding(path, 1, 1, "DDL000", f"cannot decode: {err}")
 
 
-def lint_files(files: Iterable[str], root: str | None = None) -> list[LintFinding]:
-    """Lint these files as parts of one project under root (default: found from the files)."""
+def lint_files(
+    files: Iterable[str], root: str | None = None, named: Iterable[str] | None = None
+) -> list[LintFinding]:
+    """Lint these files as parts of one project under root (default: found from the files).
+    `named`: those the user named (default: all); the others were found in a folder."""
     files = list(files)
+    told = set(files) if named is None else set(named)
     project = Project(root or find_root(files)) if files else None
     if project is not None:
         project.pending = {os.path.abspath(f) for f in files}
@@ -321,7 +349,7 @@ def lint_files(files: Iterable[str], root: str | None = None) -> list[LintFindin
             source, utf8 = read
             # The project's scan of the files' bytes may have told the markers already.
             marked = project.marked(path) if project is not None and utf8 else None
-            findings.extend(lint_source(source, path, project, marked=marked))
+            findings.extend(lint_source(source, path, project, marked=marked, named=path in told))
         if project is not None and (project.built or project.class_modules):
             findings.extend(_built_class_findings(project, files, findings))
     finally:
@@ -357,4 +385,5 @@ def lint_paths(paths: Iterable[str], root: str | None = None) -> list[LintFindin
     """Lint files and folders (recursively, `.py` only, vendored/virtualenv folders skipped),
     following imports into the project under root."""
     paths = list(paths)
-    return lint_files(collect_files(paths), root or find_root(paths))
+    collected = collect(paths)
+    return lint_files(collected.files, root or find_root(paths), collected.named)

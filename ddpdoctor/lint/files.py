@@ -52,6 +52,7 @@ class Collected:
 
     files: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    named: set[str] = field(default_factory=set)  # files given as paths, not found in a folder
 
 
 def skip_dir(name: str) -> bool:
@@ -86,6 +87,7 @@ def collect(paths: Iterable[str]) -> Collected:
                         _add(out, os.path.join(root, name))
         elif os.path.lexists(path):
             _add(out, path)
+            out.named.add(path)
         else:
             raise UsageError(f"{path}: no such file or folder")
     if not out.files:

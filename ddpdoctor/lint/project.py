@@ -180,6 +180,8 @@ EFFECT_WORDS += ("basicConfig", "setLevel")
 EFFECT_WORDS += ("wandb.init",)  # a helper that starts the tracker's run (setup_wandb(args))
 EFFECT_WORDS += (".spawn(", "start_processes")  # a launcher of the project (see DIRECT)
 EFFECT_BYTES = tuple(w.encode() for w in EFFECT_WORDS)
+# A class at the top of a module, told from the text of a module left unparsed (see put_off).
+CLASS_LINE = re.compile(r"^class\s", re.M)
 LOG_SETUP = ("basicConfig", "setLevel")
 
 
@@ -1021,6 +1023,7 @@ class Project:
         self._upwards: dict[tuple[str, str, bool], str | None] = {}  # see _upward
         self._listings: dict[str, frozenset[str] | None] = {}  # see _listing
         self._unjudged: dict[str, tuple[ModuleFacts, str]] = {}  # see remember
+        self._put_off: dict[str, str] = {}  # see put_off
         # Project classes a DDP program builds on every rank after its set-up (see note_built)
         self.built: dict[tuple[str, str], tuple[str, int]] = {}
         self._marked: dict[str, bool] = {}  # from the scan: whether a file holds a marker
@@ -1164,9 +1167,30 @@ class Project:
 
     def facts(self, path: str) -> ModuleFacts | None:
         if path not in self._facts:
+            if path in self._put_off:
+                self._read_put_off(path)
             held = self._unjudged.pop(path, None)
             self._facts[path] = self._read(path) if held is None else self._judge(*held)
         return self._facts[path]
+
+    def put_off(self, path: str, source: str) -> None:
+        """A file the engine had nothing to check in, left unparsed: parsed (and kept as
+        `remember` keeps a linted file) only when another module reaches it."""
+        key = os.path.abspath(path)
+        self.pending.discard(key)
+        if CLASS_LINE.search(source):
+            self.class_modules.add(key)
+        if key not in self._facts and key not in self._unjudged:
+            self._put_off[key] = source
+
+    def _read_put_off(self, path: str) -> None:
+        source = self._put_off.pop(path)
+        try:
+            tree = ast.parse(source, filename=path)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return  # _read says what an unparsable module holds, as for any other
+        self.parsed.add(path)
+        self._unjudged[path] = (facts_of(tree, path, source=source), source)
 
     def _judge(self, mod: ModuleFacts, source: str) -> ModuleFacts:
         """A remembered module as _read would keep it: without effect words, its imports only."""

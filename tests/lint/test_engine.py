@@ -73,25 +73,42 @@ def test_noqa_for_another_code_does_not_suppress() -> None:
     assert codes(lint_source(SAMPLER_SCRIPT.format(noqa="  # noqa: DDL002"))) == [(6, "DDL003")]
 
 
+BROKEN_DDP = "import torch.distributed as dist\ndist.init_process_group()\ndef f(:\n"
+
+
 def test_syntax_error_is_a_finding_not_a_traceback(tmp_path: Path) -> None:
-    (tmp_path / "a_broken.py").write_text("def f(:\n    pass\n")
+    (tmp_path / "a_broken.py").write_text(BROKEN_DDP)
     (tmp_path / "b_script.py").write_text(SAMPLER_SCRIPT.format(noqa=""))
     found = lint_paths([str(tmp_path)])
     assert [f.code for f in found] == ["DDL000", "DDL003"]
-    assert found[0].line == 1 and "cannot parse" in found[0].message
+    assert found[0].line == 3 and "cannot parse" in found[0].message
+
+
+def test_broken_file_with_nothing_distributed_is_told_only_when_named(tmp_path: Path) -> None:
+    """Found in a folder, a file the checks have nothing to ask of is not parsed (a syntax
+    error there hides nothing from the DDP rules); named on the command line, it is told."""
+    broken = tmp_path / "model.py"
+    broken.write_text("def f(:\n    pass\n")
+    (tmp_path / "train.py").write_text(SAMPLER_SCRIPT.format(noqa=""))
+    assert [f.code for f in lint_paths([str(tmp_path)])] == ["DDL003"]
+    (found,) = lint_paths([str(broken)], root=str(tmp_path))
+    assert (found.code, found.line) == ("DDL000", 1) and "cannot parse" in found.message
 
 
 def test_null_bytes_and_bad_encoding_are_findings(tmp_path: Path) -> None:
     (tmp_path / "nul.py").write_bytes(b"x = 1\x00\n")
     (tmp_path / "latin.py").write_bytes(b"# -*- coding: nope -*-\nx = 1\n")
-    assert [f.code for f in lint_paths([str(tmp_path)])] == ["DDL000", "DDL000"]
+    named = [str(tmp_path / "latin.py"), str(tmp_path / "nul.py")]
+    assert [f.code for f in lint_paths(named)] == ["DDL000", "DDL000"]
+    # In a folder the file that does not decode is still told (nothing could be asked of it).
+    assert [Path(f.path).name for f in lint_paths([str(tmp_path)])] == ["latin.py"]
 
 
 def test_folders_skip_vendored_dirs_and_sort(tmp_path: Path) -> None:
     for rel in ("b.py", "a/c.py", ".venv/x.py", "node_modules/y.py", "pkg/__pycache__/z.py"):
         p = tmp_path / rel
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text("def f(:\n")
+        p.write_text(BROKEN_DDP)
     (tmp_path / "notes.txt").write_text("def f(:\n")
     paths = [Path(f.path).relative_to(tmp_path).as_posix() for f in lint_paths([str(tmp_path)])]
     assert paths == ["a/c.py", "b.py"]
