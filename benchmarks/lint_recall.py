@@ -170,6 +170,15 @@ CONTAMINATED = {
     # Then its DDL006 false alarms and misses: sssegmentation's one-word `ismainprocess()` and
     # its config parser's `save` method (writes through methods of project objects).
     ("fresh16", "DDL006"),
+    # Session 17: fresh17 was run once at 319e33e, then its false alarms and misses were read.
+    # en-ch-NMT's forked reader processes (DDL001), se3_diffusion's tracker flag and checkpoint
+    # folder switched off on the other ranks (DDL006) and tdfo's unused local runner (DDL007)
+    # were fixed at their cause; ajmc's map_location="cuda:0" (DDL004) was added, and CoCLR's
+    # ImageNet-style else branch was re-judged (torchrun reaches it).
+    ("fresh17", "DDL001"),
+    ("fresh17", "DDL004"),
+    ("fresh17", "DDL006"),
+    ("fresh17", "DDL007"),
 }
 
 

@@ -365,6 +365,9 @@ def _device_literal(index: ModuleIndex, call: ast.Call) -> str | None:
     if name == "cuda" and isinstance(call.func, ast.Attribute) and call.args:
         value = index.constant_value(call.args[0])  # `.cuda(0)`, or `gpu = 0; .cuda(gpu)`
         return "cuda:0" if type(value) is int and value == 0 else None
+    if name == "load" and index.qualname(call.func) == "torch.load":
+        text = _str(kwarg(call, "map_location"))  # `torch.load(p, map_location="cuda:0")`
+        return text if text in ("cuda", "cuda:0") else None
     return None
 
 
@@ -387,16 +390,19 @@ def _hard_coded_device(index: ModuleIndex) -> list[Hit]:
             continue  # one process, or rank 0's own work: GPU 0 is its GPU
         if _fewer_gpus_branch(index, call):
             continue  # `if device_count() < world_size:` ranks share GPUs on purpose
-        what = (
-            "a hard-coded cuda:0" if text == "cuda:0" else 'torch.device("cuda") with no set_device'
-        )
-        hits.append(
-            Hit(
-                call,
-                "DDL004",
-                f"{what} as the training device: every rank uses GPU 0 (use LOCAL_RANK)",
+        if index.callee_name(call) == "load":
+            message = (
+                f'torch.load with map_location="{text}": every rank loads the checkpoint onto '
+                "GPU 0, memory piles up there (map to the rank's own device, or to the CPU)"
             )
-        )
+        else:
+            what = (
+                "a hard-coded cuda:0"
+                if text == "cuda:0"
+                else 'torch.device("cuda") with no set_device'
+            )
+            message = f"{what} as the training device: every rank uses GPU 0 (use LOCAL_RANK)"
+        hits.append(Hit(call, "DDL004", message))
     return hits
 
 

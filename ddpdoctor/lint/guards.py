@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from ddpdoctor.lint.index import (
     FUNC_TYPES,
@@ -512,6 +513,8 @@ def _none_off_rank0(index: ModuleIndex, test: ast.AST) -> bool:
     name = test
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot):
         name = test.left if is_const(test.comparators[0], None) else None
+    if isinstance(name, ast.Attribute):
+        return _attribute_none_off_rank0(index, dotted(name))
     if not isinstance(name, ast.Name):
         return False
     scope = index.scope_of(test)
@@ -520,6 +523,59 @@ def _none_off_rank0(index: ModuleIndex, test: ast.AST) -> bool:
     if key not in cache:  # the same for every test of this name in this function
         cache[key] = _none_off_rank0_in(index, scope, name.id)
     return cache[key]
+
+
+def _attribute_none_off_rank0(index: ModuleIndex, key: str | None) -> bool:
+    """`if self.conf.ckpt_dir is not None:` where the file sets that attribute to None in a
+    branch only the other ranks run (`if rank != 0: self.conf.ckpt_dir = None`), and sets it
+    otherwise only where it already is not None, or on rank 0: it stays None on the others."""
+    if key is None or "." not in key:
+        return False
+    cache: dict[str, bool] = index.__dict__.setdefault("_attribute_none_off_rank0", {})
+    if key not in cache:
+        sets = [n for n in index.assigns if any(dotted(t) == key for t in n.targets)]
+        nones = [n for n in sets if is_const(n.value, None)]
+        cache[key] = bool(nones) and all(
+            _under_off_rank0_test(index, n)
+            if n in nones
+            else _under_rank0_test(index, n) or _under_not_none_test(index, n, key)
+            for n in sets
+        )
+    return cache[key]
+
+
+def _under_if(index: ModuleIndex, node: ast.AST, holds: Callable[[ast.expr, bool], bool]) -> bool:
+    """Inside a branch of an `if` of its own function whose test `holds` (given the test and
+    whether the node is in its body rather than its else)."""
+    child = node
+    for anc in index.ancestors(node):
+        if isinstance(anc, ast.If) and child is not anc.test and holds(anc.test, child in anc.body):
+            return True
+        child = anc
+    return False
+
+
+def _under_off_rank0_test(index: ModuleIndex, node: ast.AST) -> bool:
+    """Inside a branch of its own function that only the ranks other than 0 run."""
+    return _under_if(
+        index, node, lambda test, body: only_off_rank0(test) if body else else_off_rank0(test)
+    )
+
+
+def _under_not_none_test(index: ModuleIndex, node: ast.AST, key: str) -> bool:
+    """Inside `if <key> is not None:` (set again only where it was not None already)."""
+    return _under_if(
+        index,
+        node,
+        lambda test, body: (
+            body
+            and isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.IsNot)
+            and is_const(test.comparators[0], None)
+            and dotted(test.left) == key
+        ),
+    )
 
 
 def _none_off_rank0_in(index: ModuleIndex, scope: ast.AST, name: str) -> bool:
@@ -542,16 +598,7 @@ def _none_off_rank0_in(index: ModuleIndex, scope: ast.AST, name: str) -> bool:
 
 def _under_rank0_test(index: ModuleIndex, node: ast.AST) -> bool:
     """Inside the rank-0 side of an `if` of its own function (no deeper reading)."""
-    child = node
-    for anc in index.ancestors(node):
-        if (
-            isinstance(anc, ast.If)
-            and child is not anc.test
-            and implies_rank0(anc.test, negated=child not in anc.body)
-        ):
-            return True
-        child = anc
-    return False
+    return _under_if(index, node, lambda test, body: implies_rank0(test, negated=not body))
 
 
 def _switched_on_rank0(index: ModuleIndex) -> set[str]:
@@ -571,7 +618,10 @@ def _switched_on_rank0(index: ModuleIndex) -> set[str]:
             switches_on,
         )
 
-        switches = [n for n in index.assigns if switches_on(n)]
+        # A default of any value set in a function's own body counts as one too, when the
+        # other ranks switch it off (`self._use_wandb = conf.use_wandb`, then `if rank not in
+        # [0, -1]: self._use_wandb = False`).
+        switches = [n for n in index.assigns if switches_on(n) or _attribute_default(index, n)]
         defaults = [n for n in switches if isinstance(index.parent(n), FUNC_TYPES)]
         found = rank0_switches(index.ifs, switches, defaults)
         if index.project is not None:
@@ -583,6 +633,16 @@ def _switched_on_rank0(index: ModuleIndex) -> set[str]:
             found |= {e[len(RANK_FLAG) :] for e in effects if e.startswith(RANK_FLAG)}
         index.__dict__["_switched_on_rank0"] = found
     return found
+
+
+def _attribute_default(index: ModuleIndex, node: ast.Assign) -> bool:
+    """`self.x = <anything but False>` straight in a function's body."""
+    return (
+        len(node.targets) == 1
+        and type(node.targets[0]) is ast.Attribute
+        and not (type(node.value) is ast.Constant and node.value.value is False)
+        and isinstance(index.parent(node), FUNC_TYPES)
+    )
 
 
 def _flags_by_key(index: ModuleIndex) -> dict[str, list[ast.expr]]:

@@ -692,6 +692,30 @@ class ModuleIndex:
                     targets.update(self._methods_of(cls, fn.attr))
         return targets | self._handed_to_a_launcher()
 
+    @cached_property
+    def forked_children(self) -> set[ast.AST]:
+        """Spawn targets started by `Process(target=fn)` after the group is made in the same
+        scope, with the default start method (fork on Linux): the child is a copy of a parent
+        that holds the group (a data reader), so `dist.get_rank()` works there. Not when the
+        file asks for "spawn" or "forkserver" anywhere (a fresh interpreter)."""
+        if any(
+            isinstance(n, ast.Constant) and n.value in ("spawn", "forkserver")
+            for call in self.calls_named("set_start_method", "get_context")
+            for n in call.args
+        ):
+            return set()
+        found: set[ast.AST] = set()
+        for call in self.calls_named("Process"):
+            fn = spawn_target(call)
+            scope = self.scope_of(call)
+            if not isinstance(fn, ast.Name) or not any(
+                self.scope_of(init) is scope and position(init) < position(call)
+                for init in self.init_calls
+            ):
+                continue
+            found.update(f for f in self.functions.get(fn.id, ()) if not self.enclosing_class(f))
+        return found & self.spawn_targets
+
     def _launched_names(self, fn: ast.Name) -> list[str]:
         """`def launch(world_size, run_fn): mp.spawn(run_fn, ...)`: the functions this file
         passes for that parameter."""

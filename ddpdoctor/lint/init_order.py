@@ -366,7 +366,8 @@ def check(index: ModuleIndex) -> list[Hit]:
     order = _InitOrder(index)
     # Where a process starts without a group: the module, spawned workers and entry points,
     # and any function that sets the group up itself (what comes before its init is too soon).
-    starts = set(index.entry_points) | {index.scope_of(c) for c in inits}
+    starts = set(index.entry_points) - index.forked_children
+    starts |= {index.scope_of(c) for c in inits}
     starts.discard(index.tree)
     roots = [index.tree, *sorted(starts, key=lambda f: f.lineno)]
     for root in roots:

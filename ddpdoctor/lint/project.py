@@ -216,7 +216,7 @@ LIBRARY_WRITES |= {("shutil", n): 1 for n in ("copy", "copyfile", "copy2")}
 def written_path(call: ast.Call) -> ast.expr | None:
     """The path a writing call of _writes_file's kinds writes."""
     func = call.func
-    if isinstance(func, ast.Attribute):
+    if isinstance(func, ast.Attribute) and open_mode(call) is None:
         at = 1 if func.attr == "save" and dotted(func.value) == "torch" else None
         at = LIBRARY_WRITES.get((dotted(func.value) or "", func.attr), at)
         return call.args[at] if at is not None and len(call.args) > at else None
@@ -232,16 +232,34 @@ def _writes_file(call: ast.Call, within: ast.AST | None = None) -> bool:
     if isinstance(func, ast.Attribute):
         if (dotted(func.value) or "", func.attr) in LIBRARY_WRITES:
             return written_path(call) is not None
-        if func.attr != "save" or dotted(func.value) != "torch" or len(call.args) < 2:
-            return False
-        target = (dotted(call.args[1]) or "").lower()
-        return not any(w in target for w in IN_MEMORY_WORDS)
-    if isinstance(func, ast.Name) and func.id == "open" and len(call.args) > 1:
-        mode = call.args[1]
+        if func.attr == "save" and dotted(func.value) == "torch" and len(call.args) > 1:
+            target = (dotted(call.args[1]) or "").lower()
+            return not any(w in target for w in IN_MEMORY_WORDS)
+    mode = open_mode(call)
+    if mode is not None:
         if isinstance(mode, ast.Name) and within is not None:
             mode = _parameter_default(within, mode.id)
         return isinstance(mode, ast.Constant) and any(c in str(mode.value) for c in "wax")
     return False
+
+
+def open_mode(call: ast.Call) -> ast.expr | None:
+    """The mode given to `open(path, mode)`, `io.open` or `codecs.open(path, mode="w")`
+    (positional or keyword); None for any other call, or an open without a mode (a read)."""
+    func = call.func
+    if not (
+        (isinstance(func, ast.Name) and func.id == "open")
+        or (
+            isinstance(func, ast.Attribute)
+            and func.attr == "open"
+            and dotted(func.value) in OPENERS
+        )
+    ):
+        return None
+    return call.args[1] if len(call.args) > 1 else kwarg(call, "mode")
+
+
+OPENERS = ("io", "codecs")
 
 
 def per_item_path(path: ast.expr | None, loops: list[ast.AST]) -> bool:

@@ -32,6 +32,7 @@ from ddpdoctor.lint.project import (
     imported_name,
     may_write,
     method_target,
+    open_mode,
     passes_rank,
     passes_switch,
     program_effects,
@@ -159,8 +160,8 @@ def _write_kind(index: ModuleIndex, call: ast.Call) -> str | None:
         if _in_memory(index, path):
             return None  # `with io.BytesIO() as f: torch.save(state, f)`: bytes to send
         return None if _mentions_rank(index, path) else "torch.save"
-    if name == "open" and isinstance(call.func, ast.Name) and call.args:
-        mode = call.args[1] if len(call.args) > 1 else kwarg(call, "mode")
+    if name == "open" and call.args:
+        mode = open_mode(call)
         if not (isinstance(mode, ast.Constant) and isinstance(mode.value, str)):
             return None
         if not any(ch in mode.value for ch in "wax"):

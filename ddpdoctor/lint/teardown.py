@@ -10,6 +10,7 @@ started from another module of the project (detectron2-style `launch()` helpers)
 from __future__ import annotations
 
 import ast
+from collections.abc import Collection
 
 from ddpdoctor.lint.finding import Hit
 from ddpdoctor.lint.guards import implies_rank0
@@ -42,7 +43,14 @@ def check(index: ModuleIndex) -> list[Hit]:
             where = f"before the spawned worker {name}() returns"
             hits.append(_hit(index, first, where, own))
     rest = [c for c in inits if id(c) not in judged and not _in_unused_helper(index, c)]
-    if rest and _script_misses_destroy(index, rest):
+    # `def run_local(rank, n): init; main(); destroy` that nothing runs, beside a `main()` with
+    # an init of its own that the script runs: the unused one's destroy tears nothing down.
+    unused = {index.scope_of(c) for c in rest if _unused_program(index, index.scope_of(c))}
+    if any(index.scope_of(c) not in unused for c in rest):
+        rest = [c for c in rest if index.scope_of(c) not in unused]
+    else:
+        unused = set()
+    if rest and _script_misses_destroy(index, rest, unused):
         named = index.calls_by_name.get(DESTROY, ())
         split = [c for c in named if _one_side_of_rank0(index, c)]
         unrun = [c for c in named if _never_run(index, c)]
@@ -94,6 +102,18 @@ def _uncalled(index: ModuleIndex, scope: ast.AST) -> bool:
         and not scope.decorator_list
         and not index.call_sites.get(scope)
         and scope not in index.entry_points
+    )
+
+
+def _unused_program(index: ModuleIndex, scope: ast.AST) -> bool:
+    """A top-level function of a script that nothing runs and whose name nothing reads, in a
+    file with no CLI that picks functions by name (`fire.Fire()`)."""
+    return (
+        index.has_main_guard
+        and _uncalled(index, scope)
+        and scope.name not in index.name_loads  # type: ignore[attr-defined]
+        and scope.name not in index.attr_names  # type: ignore[attr-defined]
+        and "Fire" not in index.calls_by_name
     )
 
 
@@ -185,18 +205,27 @@ def _destroys(index: ModuleIndex, reach: set[ast.AST]) -> bool:
     return False
 
 
-def _script_misses_destroy(index: ModuleIndex, inits: list[ast.Call]) -> bool:
+def _script_misses_destroy(
+    index: ModuleIndex, inits: list[ast.Call], unused: Collection[ast.AST] = ()
+) -> bool:
     """A script (main guard or top-level init) that sets the group up and never tears it down
-    anywhere in the file or its project's helpers."""
+    anywhere in the file or its project's helpers (`unused`: functions whose destroys, of a
+    program nothing runs, do not count)."""
     if not _is_script(index, inits):
         return False  # a helper module: its caller decides when training ends
     # Called on every rank, or handed over (`atexit.register(dist.destroy_process_group)`).
     named = index.calls_by_name.get(DESTROY, ())
-    calls = [c for c in named if destroys_default_group(c) and not _never_run(index, c)]
+    calls = [
+        c
+        for c in named
+        if destroys_default_group(c)
+        and not _never_run(index, c)
+        and index.scope_of(c) not in unused
+    ]
     if any(not _one_side_of_rank0(index, c) for c in calls):
         return False
     if not named and DESTROY in (index.attr_names | index.name_loads):
-        return False
+        return False  # handed over, not called
     if "destroy" in program_effects(index):
         return False  # a helper of the project destroys it (read there)
     # A cleanup()/teardown() helper we cannot read: trust its name. A local one is read, and
