@@ -246,16 +246,17 @@ def score(rows: list[dict], trees: str) -> tuple[dict[str, dict[str, Tally]], li
             missed = sorted(n for n in expected if place(script, n) not in hit)
             tally.found += len(expected) - len(missed)
             tally.missed += [f"{where}:{n}" for n in missed]
-            level = RULES_BY_CODE[code].level
+            # Each false alarm at its finding's own level (a check may say less than its
+            # rule's: DDL004 warns of weights the program does not save).
             alarms = {
-                f.line
+                (f.line, f.level)
                 for f in mine
                 if not any(
                     place(p, n) in judged[row["repo"], code]
                     for p, n in [(f.path, f.line), *((r.path, r.line) for r in f.related)]
                 )
             }
-            tally.false_alarms += [f"{where}:{n} ({level})" for n in sorted(alarms)]
+            tally.false_alarms += [f"{where}:{n} ({level})" for n, level in sorted(alarms)]
     return tallies, missing
 
 

@@ -87,6 +87,9 @@ def _load_without_map_location(index: ModuleIndex) -> list[Hit]:
             continue
         if _round_trip(index, call, path):
             continue  # read back what this process saved a moment ago, from its own GPU
+        if _shipped_weights(index, path):
+            hits.append(Hit(call, "DDL004", SHIPPED_WEIGHTS, level="warn"))
+            continue
         hits.append(
             Hit(
                 call,
@@ -98,6 +101,45 @@ def _load_without_map_location(index: ModuleIndex) -> list[Hit]:
     if hits and _saves_cpu_tensors(index):
         return []  # asked last: it reads every function that saves
     return hits
+
+
+SHIPPED_WEIGHTS = (
+    "torch.load without map_location of weights this program does not save: if the file holds "
+    "GPU tensors, every rank loads them onto the GPU they were saved from (GPU 0); pass "
+    'map_location="cpu" (a warning: lint cannot see what the file holds)'
+)
+PRETRAINED_WORDS = ("pretrain", "hub/checkpoints")
+
+
+def _shipped_weights(index: ModuleIndex, path: ast.AST) -> bool:
+    """Weights made elsewhere, whose tensors may well be on the CPU: a path that says it is
+    pretrained (`pretrained_models/...`, a torch hub cache), or a fixed file name that no
+    `torch.save` of this module names. The program's own checkpoints (a resume) are saved
+    from its GPU model; what the file holds is all lint cannot see, so it only warns."""
+    # The path, and what its name was assigned (`w = join(root, "pretrained_models", name)`).
+    exprs = [path]
+    if isinstance(path, ast.Name):
+        exprs += [v for v in index.values_of(path.id, path) if isinstance(v, ast.expr)]
+    words = [
+        n.value if isinstance(n, ast.Constant) else n.id if isinstance(n, ast.Name) else n.attr
+        for expr in exprs
+        for n in ast.walk(expr)
+        if (isinstance(n, ast.Constant) and isinstance(n.value, str))
+        or isinstance(n, (ast.Name, ast.Attribute))
+    ]
+    if any(w in word.lower() for word in words for w in PRETRAINED_WORDS):
+        return True
+    name = _str(path)
+    if name is None:
+        return False
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    return not any(
+        base in text
+        for save in index.calls_named("save")
+        if index.qualname(save.func) == "torch.save"
+        for n in ast.walk(save)
+        if (text := _str(n))
+    )
 
 
 def _launcher_only(index: ModuleIndex, call: ast.Call) -> bool:

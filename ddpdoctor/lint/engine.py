@@ -186,7 +186,7 @@ def lint_source(
             line = getattr(hit.node, "lineno", 1)
             col = getattr(hit.node, "col_offset", 0) + 1
             related = tuple(_related(path, r) for r in hit.related)
-            findings.add(LintFinding(path, line, col, hit.code, hit.message, related))
+            findings.add(LintFinding(path, line, col, hit.code, hit.message, related, hit.level))
     lines = source.splitlines()
     return sorted([*notes, *(f for f in findings if not _suppressed(f, lines))])
 

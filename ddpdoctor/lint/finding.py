@@ -33,6 +33,9 @@ class LintFinding:
     message: str
     # Not part of a finding's identity: two checks that say the same thing are one finding.
     related: tuple[Related, ...] = field(default=(), compare=False)
+    # A level below the rule's, where the check cannot see what decides (a checkpoint's
+    # contents): None is the rule's own level.
+    severity: str | None = field(default=None, compare=False)
 
     @property
     def symbol(self) -> str:
@@ -40,7 +43,7 @@ class LintFinding:
 
     @property
     def level(self) -> str:
-        return RULES_BY_CODE[self.code].level
+        return self.severity or RULES_BY_CODE[self.code].level
 
     @property
     def hint(self) -> str:
@@ -69,3 +72,4 @@ class Hit:
     message: str
     # (path, line, note): path None for this file (see Related)
     related: tuple[tuple[str | None, int, str], ...] = ()
+    level: str | None = None  # see LintFinding.severity

@@ -66,7 +66,8 @@ RULES: list[Rule] = [
         "DDP must wrap a module already on its GPU, device_ids must name this rank's one local "
         "GPU (LOCAL_RANK, not the global RANK); a bare .cuda() or a hard-coded cuda:0 without "
         "set_device puts every rank on GPU 0, and torch.load without map_location loads every "
-        "rank's copy onto the GPU the checkpoint was saved from.",
+        "rank's copy onto the GPU the checkpoint was saved from (a warning for weights the "
+        "program does not save itself, which often hold CPU tensors).",
         "torch.cuda.set_device(local_rank); model.to(local_rank); then "
         "DDP(model, device_ids=[local_rank]).",
     ),

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ddpdoctor.errors import UsageError
-from ddpdoctor.lint import RULES, RULES_BY_CODE, LintFinding, lint_paths, lint_source
+from ddpdoctor.lint import RULES, RULES_BY_CODE, LintFinding, lint_paths, lint_source, report
 from ddpdoctor.lint.finding import Related
 from ddpdoctor.lint.rules import parse_codes
 
@@ -300,3 +300,21 @@ def test_a_group_set_up_in_two_branches_names_both_inits() -> None:
     assert [(r.line, r.note) for r in found.related] == [
         (8, "another set-up call that no destroy follows")
     ]
+
+
+def test_weights_the_program_does_not_save_are_a_warning() -> None:
+    """DDL004 is a failure for the program's own checkpoint and a warning for weights made
+    elsewhere (a pretrained folder, a fixed file no torch.save of the module names), in every
+    output: the level travels with the finding, not only with its rule."""
+    path = str(Path(__file__).parent.parent / "fixtures" / "lint" / "ddl004_shipped_weights.py")
+    found = lint_paths([path])
+    assert [(f.line, f.code, f.level) for f in found] == [
+        (19, "DDL004", "warn"),
+        (20, "DDL004", "warn"),
+        (23, "DDL004", "fail"),
+    ]
+    assert [r["level"] for r in report.json_doc(found, 1)["findings"]] == ["warn", "warn", "fail"]
+    assert report.json_doc(found, 1)["counts"] == {"total": 3, "fail": 1, "warn": 2, "info": 0}
+    sarif = report.sarif_doc(found)["runs"][0]["results"]
+    assert [r["level"] for r in sarif] == ["warning", "warning", "error"]
+    assert "(1 fail, 2 warn)" in report.text(found, 1)
