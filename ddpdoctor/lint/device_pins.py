@@ -373,6 +373,7 @@ def _several_devices(index: ModuleIndex) -> list[Hit]:
             and not (
                 ids.args and isinstance(ids.args[-1], ast.Constant) and ids.args[-1].value == 1
             )
+            and not _share_per_process(ids)
         )
         if many:
             hits.append(
@@ -384,6 +385,31 @@ def _several_devices(index: ModuleIndex) -> list[Hit]:
                 )
             )
     return hits
+
+
+def _share_per_process(ids: ast.Call) -> bool:
+    """`list(range(local_rank * n, (local_rank + 1) * n))` with `n = device_count() //
+    local_world_size` (the DDP tutorial's): each process's share of the node's GPUs, one GPU
+    when the launcher starts a process per GPU, as it is meant to; not several by itself."""
+    ranges = [
+        n
+        for n in ast.walk(ids)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "range"
+    ]
+    if len(ranges) != 1 or len(ranges[0].args) != 2:
+        return False
+
+    def factors(expr: ast.AST) -> set[str]:
+        return {
+            dotted(side) or ""
+            for n in ast.walk(expr)
+            if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult)
+            for side in (n.left, n.right)
+            if isinstance(side, (ast.Name, ast.Attribute))
+        } - {""}
+
+    low, high = ranges[0].args
+    return bool(factors(low) & factors(high))
 
 
 def _gpu_side(expr: ast.AST) -> ast.AST:

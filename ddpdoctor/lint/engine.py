@@ -148,7 +148,11 @@ def lint_source(
         # config.py calling `distributed.enable()`): what it does after that runs on every rank.
         # And a training loop the program imports (`engine.do_train`): it runs on every rank.
         if project is None or not (
-            ("__name__" in source and _may_set_up(source, path, project) and _main_guard(tree))
+            (
+                _may_start(source)
+                and _may_set_up(source, path, project)
+                and (_main_guard(tree) or _starts_processes(source))
+            )
             or _writing_link(source, project)
             or _program_loop(source, path, project)
         ):
@@ -207,6 +211,7 @@ def _needs_tree(source: str, path: str, project: Project, marked: bool) -> bool:
     return (
         "__main__" in source
         or marked
+        or (_starts_processes(source) and _may_set_up(source, path, project))
         or _writing_link(source, project)
         or _program_loop(source, path, project)
     )
@@ -216,10 +221,24 @@ def _worth_reading(source: str, path: str, project: Project) -> bool:
     """What the engine asks of a file without DDP words once it is parsed (below), asked of its
     text first: a file that fails it is not parsed at all."""
     return (
-        ("__name__" in source and _may_set_up(source, path, project))
+        (_may_start(source) and _may_set_up(source, path, project))
         or _writing_link(source, project)
         or _program_loop(source, path, project)
     )
+
+
+# What starts worker processes; a module that does and links to the set-up is read like a script
+# (PreSumm's train_abstractive: `Process(target=run)`, whose `run` joins through a helper).
+START_WORDS = ("Process(", "spawn(", "start_processes(")
+
+
+def _starts_processes(source: str) -> bool:
+    return any(w in source for w in START_WORDS)
+
+
+def _may_start(source: str) -> bool:
+    """A script (`__main__`) or a module that starts worker processes: where a run begins."""
+    return "__name__" in source or _starts_processes(source)
 
 
 def _may_set_up(source: str, path: str, project: Project) -> bool:
