@@ -21,7 +21,13 @@ from ddpdoctor.lint.index import (
     last_name,
     position,
 )
-from ddpdoctor.lint.project import Project, callee_label, external_effects, program_effects
+from ddpdoctor.lint.project import (
+    Project,
+    callee_label,
+    external_effects,
+    method_target,
+    program_effects,
+)
 
 TEARDOWN_WORDS = ("destroy", "cleanup", "clean_up", "teardown", "shutdown", "finalize")
 DESTROY = "destroy_process_group"
@@ -228,6 +234,8 @@ def _script_misses_destroy(
         return False  # handed over, not called
     if "destroy" in program_effects(index):
         return False  # a helper of the project destroys it (read there)
+    if _method_destroys(index):
+        return False  # `trainer.train()` of a project class whose method destroys it
     # A cleanup()/teardown() helper we cannot read: trust its name. A local one is read, and
     # so is one of the project's other modules.
     for name, named in index.calls_by_name.items():
@@ -239,6 +247,21 @@ def _script_misses_destroy(
         ):
             return False
     return True
+
+
+def _method_destroys(index: ModuleIndex) -> bool:
+    """A method called here on an object of a project class (`trainer = UlTrainer(...)`, then
+    `trainer.train()`) that tears the group down, in its body or through its callees."""
+    project = index.project
+    if project is None:
+        return False
+    for call in index.calls:
+        if type(call.func) is not ast.Attribute:
+            continue
+        found = method_target(index, call)
+        if found is not None and "destroy" in project.effects(found[0], found[1]):
+            return True
+    return False
 
 
 def _hit(index: ModuleIndex, first: ast.Call, where: str, inits: list[ast.Call]) -> Hit:
