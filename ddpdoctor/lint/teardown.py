@@ -202,6 +202,8 @@ def _destroys(index: ModuleIndex, reach: set[ast.AST]) -> bool:
                 return True
             if index.resolve_call(call):
                 continue  # a local function: in reach, judged by its own calls
+            if _destroying_method(index, call):
+                return True  # `engine = Trainer(...); engine.run()`, whose run destroys it
             effects = external_effects(index, call)
             if effects is not None:
                 if "destroy" in effects:
@@ -252,16 +254,15 @@ def _script_misses_destroy(
 def _method_destroys(index: ModuleIndex) -> bool:
     """A method called here on an object of a project class (`trainer = UlTrainer(...)`, then
     `trainer.train()`) that tears the group down, in its body or through its callees."""
+    return any(_destroying_method(index, call) for call in index.calls)
+
+
+def _destroying_method(index: ModuleIndex, call: ast.Call) -> bool:
     project = index.project
-    if project is None:
+    if project is None or type(call.func) is not ast.Attribute:
         return False
-    for call in index.calls:
-        if type(call.func) is not ast.Attribute:
-            continue
-        found = method_target(index, call)
-        if found is not None and "destroy" in project.effects(found[0], found[1]):
-            return True
-    return False
+    found = method_target(index, call)
+    return found is not None and "destroy" in project.effects(found[0], found[1])
 
 
 def _hit(index: ModuleIndex, first: ast.Call, where: str, inits: list[ast.Call]) -> Hit:
