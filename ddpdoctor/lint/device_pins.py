@@ -639,6 +639,24 @@ def _branches(index: ModuleIndex, node: ast.AST) -> set[tuple[str, bool]]:
     return out
 
 
+def _branch_atoms(index: ModuleIndex, node: ast.AST) -> set[tuple[str, bool]]:
+    """_branches, with the body of `if a and b:` read as the bodies of `if a:` and `if b:`:
+    `if use_gpu and args.distributed: set_device(...)` covers a DDP under `if use_gpu:` then
+    `if args.distributed:` (EfficientBERT's)."""
+    out: set[tuple[str, bool]] = set()
+    child = node
+    for anc in index.ancestors(node):
+        if isinstance(anc, ast.If) and child is not anc.test:
+            body = child in anc.body
+            test = anc.test
+            if body and isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+                out |= {(ast.dump(v), True) for v in test.values}
+            else:
+                out.add((ast.dump(test), body))
+        child = anc
+    return out
+
+
 def _bare_cuda(expr: ast.AST) -> bool:
     while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
         if expr.func.attr == "cuda" and not expr.args and not expr.keywords:
@@ -690,12 +708,13 @@ def _ddp_on_uncovered_path(index: ModuleIndex) -> list[Hit]:
             continue
         if any(index.scope_of(s) is not scope for s in sets):
             continue  # set_device elsewhere (a caller may run it first): cannot tell
+        tests = _branch_atoms(index, call)
         covered = any(
-            position(s) < position(call) and _branches(index, s) <= here for s in sets
+            position(s) < position(call) and _branch_atoms(index, s) <= tests for s in sets
         ) or any(
             "set_device" in call_effects(index, c)
             for c in index.calls_by_scope.get(id(scope), ())
-            if position(c) < position(call) and _branches(index, c) <= here
+            if position(c) < position(call) and _branch_atoms(index, c) <= tests
         )
         if not covered:
             hits.append(
