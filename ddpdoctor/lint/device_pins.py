@@ -14,7 +14,13 @@ from __future__ import annotations
 import ast
 
 from ddpdoctor.lint.finding import Hit
-from ddpdoctor.lint.guards import guarded_locally, off_by_default, rank0_only, single_process_branch
+from ddpdoctor.lint.guards import (
+    and_operands,
+    guarded_locally,
+    off_by_default,
+    rank0_only,
+    single_process_branch,
+)
 from ddpdoctor.lint.index import (
     DDP_NAMES,
     FUNC_TYPES,
@@ -626,33 +632,19 @@ GLOBAL_RANK_DEVICE = (
 )
 
 
-def _branches(index: ModuleIndex, node: ast.AST) -> set[tuple[str, bool]]:
+def _branches(index: ModuleIndex, node: ast.AST, split_ands: bool = False) -> set[tuple[str, bool]]:
     """(the test, in body?) for every `if` of its function that holds node. Keyed by the test's
     text, so `if args.distributed: set_device(...)` covers a later `if args.distributed:
-    DDP(model)` (apex's ImageNet example), as the same `if` would."""
-    out: set[tuple[str, bool]] = set()
-    child = node
-    for anc in index.ancestors(node):
-        if isinstance(anc, ast.If) and child is not anc.test:
-            out.add((ast.dump(anc.test), child in anc.body))
-        child = anc
-    return out
-
-
-def _branch_atoms(index: ModuleIndex, node: ast.AST) -> set[tuple[str, bool]]:
-    """_branches, with the body of `if a and b:` read as the bodies of `if a:` and `if b:`:
-    `if use_gpu and args.distributed: set_device(...)` covers a DDP under `if use_gpu:` then
-    `if args.distributed:` (EfficientBERT's)."""
+    DDP(model)` (apex's ImageNet example), as the same `if` would. With split_ands, the body of
+    `if a and b:` reads as the bodies of `if a:` and `if b:`: `if use_gpu and distributed:
+    set_device(...)` covers a DDP under `if use_gpu:` then `if distributed:` (EfficientBERT's)."""
     out: set[tuple[str, bool]] = set()
     child = node
     for anc in index.ancestors(node):
         if isinstance(anc, ast.If) and child is not anc.test:
             body = child in anc.body
-            test = anc.test
-            if body and isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-                out |= {(ast.dump(v), True) for v in test.values}
-            else:
-                out.add((ast.dump(test), body))
+            tests = and_operands(anc.test) if body and split_ands else [anc.test]
+            out |= {(ast.dump(t), body) for t in tests}
         child = anc
     return out
 
@@ -708,13 +700,14 @@ def _ddp_on_uncovered_path(index: ModuleIndex) -> list[Hit]:
             continue
         if any(index.scope_of(s) is not scope for s in sets):
             continue  # set_device elsewhere (a caller may run it first): cannot tell
-        tests = _branch_atoms(index, call)
+        tests = _branches(index, call, split_ands=True)
         covered = any(
-            position(s) < position(call) and _branch_atoms(index, s) <= tests for s in sets
+            position(s) < position(call) and _branches(index, s, split_ands=True) <= tests
+            for s in sets
         ) or any(
             "set_device" in call_effects(index, c)
             for c in index.calls_by_scope.get(id(scope), ())
-            if position(c) < position(call) and _branch_atoms(index, c) <= tests
+            if position(c) < position(call) and _branches(index, c, split_ands=True) <= tests
         )
         if not covered:
             hits.append(

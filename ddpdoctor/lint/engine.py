@@ -147,15 +147,7 @@ def lint_source(
         # So is a set-up module that makes the group through such a chain (`setup()` in
         # config.py calling `distributed.enable()`): what it does after that runs on every rank.
         # And a training loop the program imports (`engine.do_train`): it runs on every rank.
-        if project is None or not (
-            (
-                _may_start(source)
-                and _may_set_up(source, path, project)
-                and (_main_guard(tree) or _starts_processes(source))
-            )
-            or _writing_link(source, project)
-            or _program_loop(source, path, project)
-        ):
+        if project is None or not _worth_reading(source, path, project, tree):
             if project is not None:
                 project.remember(tree, path, source)
             return notes
@@ -208,23 +200,20 @@ def _related(path: str, place: tuple[str | None, int, str]) -> Related:
 def _needs_tree(source: str, path: str, project: Project, marked: bool) -> bool:
     """Whether the checks may have something to say about this file (else a parse that
     succeeded elsewhere is all the engine needs)."""
-    return (
-        "__main__" in source
-        or marked
-        or (_starts_processes(source) and _may_set_up(source, path, project))
-        or _writing_link(source, project)
-        or _program_loop(source, path, project)
-    )
+    return "__main__" in source or marked or _worth_reading(source, path, project)
 
 
-def _worth_reading(source: str, path: str, project: Project) -> bool:
-    """What the engine asks of a file without DDP words once it is parsed (below), asked of its
-    text first: a file that fails it is not parsed at all."""
-    return (
-        (_may_start(source) and _may_set_up(source, path, project))
-        or _writing_link(source, project)
-        or _program_loop(source, path, project)
-    )
+def _worth_reading(
+    source: str, path: str, project: Project, tree: ast.Module | None = None
+) -> bool:
+    """Whether a file without DDP words has something for the checks: a run that starts here
+    (a main block, or workers started) and may set a group up through the project, a write in
+    a module linked to the set-up, or a loop a DDP program runs. Asked of the text alone
+    before parsing (a file that fails it is not parsed at all), then with the tree."""
+    starts = _may_start(source) and _may_set_up(source, path, project)
+    if starts and tree is not None:
+        starts = _main_guard(tree) or _starts_processes(source)
+    return starts or _writing_link(source, project) or _program_loop(source, path, project)
 
 
 # What starts worker processes; a module that does and links to the set-up is read like a script

@@ -267,13 +267,14 @@ def _one_process_or_refuted(test: ast.AST, holds: list[ast.AST]) -> bool:
     others = [v for v in test.values if not nondistributed_test(v)]
     if len(others) == len(test.values):
         return False
-    known = {dotted(t) for h in holds for t in _and_operands(h)} - {None}
+    known = {dotted(t) for h in holds for t in and_operands(h)} - {None}
     return all(_negated_flag(v) in known for v in others)
 
 
-def _and_operands(test: ast.AST) -> list[ast.AST]:
+def and_operands(test: ast.AST) -> list[ast.AST]:
+    """The operands of `a and b and ...` (nested ones too), or the test alone."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return [t for v in test.values for t in _and_operands(v)]
+        return [t for v in test.values for t in and_operands(v)]
     return [test]
 
 

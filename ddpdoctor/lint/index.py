@@ -680,12 +680,7 @@ class ModuleIndex:
         for call in self.calls_named(*SPAWN_CALLS, *aliases):
             fn = spawn_target(call)
             if isinstance(fn, ast.Name):
-                targets.update(
-                    f
-                    for name in [fn.id, *self._launched_names(fn)]
-                    for f in self.functions.get(name, ())
-                    if not self.enclosing_class(f)
-                )
+                targets.update(self._started_functions(fn))
             elif isinstance(fn, ast.Attribute) and dotted(fn.value) in ("self", "cls"):
                 cls = self.enclosing_class(self.scope_of(call))
                 if cls is not None:
@@ -713,13 +708,20 @@ class ModuleIndex:
                 for init in self.init_calls
             ):
                 continue
-            found.update(f for f in self.functions.get(fn.id, ()) if not self.enclosing_class(f))
+            found.update(self._started_functions(fn))
         return found & self.spawn_targets
 
-    def _launched_names(self, fn: ast.Name) -> list[str]:
-        """`def launch(world_size, run_fn): mp.spawn(run_fn, ...)`: the functions this file
-        passes for that parameter."""
-        return [a.id for a in self.passed_args(fn) or () if isinstance(a, ast.Name)]
+    def _started_functions(self, fn: ast.Name) -> list[ast.AST]:
+        """The top-level functions a spawn call's target names: its own, or, for a launcher's
+        parameter (`def launch(world_size, run_fn): mp.spawn(run_fn, ...)`), the functions this
+        file passes for it."""
+        passed = [a.id for a in self.passed_args(fn) or () if isinstance(a, ast.Name)]
+        return [
+            f
+            for name in [fn.id, *passed]
+            for f in self.functions.get(name, ())
+            if not self.enclosing_class(f)
+        ]
 
     @cached_property
     def spawn_index_params(self) -> set[tuple[int, str]]:
@@ -731,11 +733,9 @@ class ModuleIndex:
             fn = spawn_target(call)
             if not isinstance(fn, ast.Name):
                 continue  # `partial(fn, x)` moves the index to a later parameter
-            for f in (
-                f for n in [fn.id, *self._launched_names(fn)] for f in self.functions.get(n, ())
-            ):
+            for f in self._started_functions(fn):
                 params = [a.arg for a in (*f.args.posonlyargs, *f.args.args)]
-                if params and not self.enclosing_class(f):
+                if params:
                     found.add((id(f), params[0]))
         return found
 

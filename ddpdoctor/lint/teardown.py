@@ -111,16 +111,20 @@ def _uncalled(index: ModuleIndex, scope: ast.AST) -> bool:
     )
 
 
+def _unread(index: ModuleIndex, scope: ast.AST) -> bool:
+    """_uncalled, and its name never read either: not handed over (`atexit.register(f)`,
+    `mp.spawn(f)`), not looked up as an attribute."""
+    return (
+        _uncalled(index, scope)
+        and scope.name not in index.name_loads  # type: ignore[attr-defined]
+        and scope.name not in index.attr_names  # type: ignore[attr-defined]
+    )
+
+
 def _unused_program(index: ModuleIndex, scope: ast.AST) -> bool:
     """A top-level function of a script that nothing runs and whose name nothing reads, in a
     file with no CLI that picks functions by name (`fire.Fire()`)."""
-    return (
-        index.has_main_guard
-        and _uncalled(index, scope)
-        and scope.name not in index.name_loads  # type: ignore[attr-defined]
-        and scope.name not in index.attr_names  # type: ignore[attr-defined]
-        and "Fire" not in index.calls_by_name
-    )
+    return index.has_main_guard and _unread(index, scope) and "Fire" not in index.calls_by_name
 
 
 def _never_run(index: ModuleIndex, call: ast.Call) -> bool:
@@ -129,11 +133,8 @@ def _never_run(index: ModuleIndex, call: ast.Call) -> bool:
     not the function that sets the group up (a `run()` that a CLI such as fire picks by name
     holds the whole program). A `cleanup()` written and then forgotten destroys nothing."""
     scope = index.scope_of(call)
-    return (
-        _uncalled(index, scope)
-        and scope.name not in index.name_loads  # type: ignore[attr-defined]
-        and scope.name not in index.attr_names  # type: ignore[attr-defined]
-        and not any(index.scope_of(i) in index.reachable(scope) for i in index.all_init_calls)
+    return _unread(index, scope) and not any(
+        index.scope_of(i) in index.reachable(scope) for i in index.all_init_calls
     )
 
 
