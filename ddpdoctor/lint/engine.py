@@ -226,8 +226,9 @@ def _starts_processes(source: str) -> bool:
 
 
 def _may_start(source: str) -> bool:
-    """A script (`__main__`) or a module that starts worker processes: where a run begins."""
-    return "__name__" in source or _starts_processes(source)
+    """A script (`if __name__ == "__main__":`) or a module that starts worker processes:
+    where a run begins. Not `__name__` alone, which every `getLogger(__name__)` says."""
+    return "__main__" in source or _starts_processes(source)
 
 
 def _may_set_up(source: str, path: str, project: Project) -> bool:
