@@ -193,6 +193,12 @@ CONTAMINATED = {
     # tests nested (four fail-level false alarms, fixed at their cause).
     ("fresh19", "DDL004"),
 }
+# 2026-12-06: every miss of every part (tune to fresh19, all rules) was listed before a change
+# followed methods that a project class inherits (a set-up in a base trainer's method, in a
+# base constructor reached by super().__init__(), in an options class's parse method). From
+# then on no rule of those parts is held out; fresh20, judged blind after that, is.
+SEEN_BY_2026_12_06 = SPLITS[: SPLITS.index("fresh19") + 1]
+CONTAMINATED |= {(split, f"DDL00{n}") for split in SEEN_BY_2026_12_06 for n in range(8)}
 
 
 @dataclass

@@ -89,8 +89,10 @@ ROOT_MARKERS = ("pyproject.toml", ".git", "setup.py", "setup.cfg")
 INSTALL_DIRS = ("site-packages", "dist-packages")
 
 
-# A reference to a callee as written: ("name", local) or ("attr", receiver, attribute).
+# A reference to a callee as written: ("name", local) or ("attr", receiver, attribute); or
+# (SUPER, method, class) for `super().method()` in a method of that class.
 Ref = tuple[str, ...]
+SUPER = "super"
 
 
 @dataclass
@@ -136,6 +138,10 @@ def callee_label(call: ast.Call) -> str:
     """The callee as a message names it: `utils.init_distributed_mode`, or
     `common_utils.init_dist_*` for one picked by a name made at run time."""
     ref = callee_ref(call)
+    func = call.func
+    if ref is None and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
+        built = dotted(func.value.func)  # `TrainOptions().parse_and_setup`
+        return f"{built}().{func.attr}" if built else "a helper"
     if ref is None:
         return "a helper"
     return ref[1] if ref[0] == "name" else f"{ref[1]}.{ref[2]}"
@@ -542,17 +548,23 @@ class FunctionTable(Mapping[str, FuncFacts]):
     def __init__(self, tree: ast.Module, source: str | bytes, imported: set[str]) -> None:
         self._source, self._imported = source, imported
         self._spans: dict[str, tuple[int, int]] = {}
-        # class name -> its methods (name, first line, last line), in order
+        # class name -> its methods (name, first line, last line), in order; and the names of
+        # its bases as written (`BaseTrainer`, `base.Trainer`), for the methods it inherits.
+        # A class without an `__init__` of its own is no entry of the table: its constructor
+        # is its base's (see Project.resolve).
         self._methods: dict[str, list[tuple[str, int, int]]] = {}
+        self._bases: dict[str, list[str]] = {}
         for node in tree.body:  # the same choice of node per name as _top_level_defs
             if isinstance(node, FUNC_TYPES):
                 self._spans[node.name] = _lines_of(node)
                 self._methods.pop(node.name, None)
+                self._bases.pop(node.name, None)
             elif isinstance(node, ast.ClassDef) and node.name not in self._spans:
                 methods = [(f.name, *_lines_of(f)) for f in node.body if isinstance(f, FUNC_TYPES)]
+                self._methods[node.name] = methods
+                self._bases[node.name] = [b for b in map(dotted, node.bases) if b]
                 if any(m[0] == "__init__" for m in methods):
                     self._spans[node.name] = _lines_of(node)
-                    self._methods[node.name] = methods
         self._read: dict[str, FuncFacts] = {}
         self._all_lines: list[bytes] | None = None
 
@@ -577,8 +589,17 @@ class FunctionTable(Mapping[str, FuncFacts]):
         return facts
 
     def has_method(self, cls: str, method: str) -> bool:
-        """Whether the class (one with an `__init__`) defines this method itself."""
+        """Whether the class defines this method itself."""
         return any(m == method for m, _, _ in self._methods.get(cls, ()))
+
+    def methods(self, cls: str) -> list[str]:
+        return [m for m, _, _ in self._methods.get(cls, ())]
+
+    def is_class(self, name: str) -> bool:
+        return name in self._methods
+
+    def bases(self, cls: str) -> list[str]:
+        return self._bases.get(cls, [])
 
     def _method_facts(self, cls: str, method: str) -> FuncFacts:
         """One method of a class, parsed alone under a bare class header (its last definition,
@@ -593,7 +614,7 @@ class FunctionTable(Mapping[str, FuncFacts]):
             return FuncFacts()
         if not isinstance(func, FUNC_TYPES):
             return FuncFacts()
-        return _function_facts(func, set(self._spans), self._imported)
+        return _of_class(_function_facts(func, set(self._spans), self._imported), cls)
 
     def _facts_of(self, name: str) -> FuncFacts:
         methods = self._methods.get(name)
@@ -607,7 +628,8 @@ class FunctionTable(Mapping[str, FuncFacts]):
         if func is None or (func.name == "__init__") != (methods is not None):
             return self._whole().get(name) or FuncFacts()
         parts = _constructor_parts(piece, defs).get(id(func), ())
-        return _function_facts(func, set(self._spans), self._imported, parts)
+        facts = _function_facts(func, set(self._spans), self._imported, parts)
+        return facts if methods is None else _of_class(facts, name)
 
     def _class_piece(self, name: str) -> bytes:
         """A class of only the methods its `__init__` may run through `self.m()`, found by
@@ -643,6 +665,14 @@ class FunctionTable(Mapping[str, FuncFacts]):
         facts = _all_function_facts(tree, self._imported)
         self._read.update(facts)
         return facts
+
+
+def _of_class(facts: FuncFacts, cls: str) -> FuncFacts:
+    """A method's `super().m()` calls, told which class they were written in: the call runs
+    the method of that class's bases (see Project.resolve)."""
+    for refs in (facts.external, facts.part_external):
+        refs[:] = [(*r, cls) if r[0] == SUPER and len(r) == 2 else r for r in refs]
+    return facts
 
 
 def _under_class(name: str, methods: list[bytes]) -> bytes:
@@ -797,7 +827,18 @@ def _call_fact(facts: FuncFacts, node: ast.Call, func: ast.AST, names: set[str],
         facts.local.add(callee.id)
     elif (ref := callee_ref(node)) is not None and ref[1].split(".", 1)[0] in imported:
         facts.external.append(ref)
+    elif _calls_super(callee):
+        facts.external.append((SUPER, last))  # its class is added by _of_class
     return False
+
+
+def _calls_super(func: ast.AST) -> bool:
+    """`super().m` (or `super(Cls, self).m`)."""
+    return (
+        type(func) is ast.Attribute
+        and type(func.value) is ast.Call  # type: ignore[attr-defined]
+        and getattr(func.value.func, "id", None) == "super"  # type: ignore[attr-defined]
+    )
 
 
 def _rank_test(node: ast.If | ast.IfExp) -> bool:
@@ -1016,6 +1057,16 @@ def _may_start(started: tuple[set[bytes], list[tuple[bytes, bytes]]], names: set
     if called & wanted:
         return True
     return any(a in called and o in wanted for o, a in aliases)
+
+
+def _defines(mod: ModuleFacts, name: str) -> bool:
+    """A function of the module, or a class of it (with or without an `__init__`)."""
+    return name in mod.functions or _is_class(mod, name)
+
+
+def _is_class(mod: ModuleFacts, name: str) -> bool:
+    table = mod.functions
+    return isinstance(table, FunctionTable) and table.is_class(name)
 
 
 def _has_effect_words(data: bytes) -> bool:
@@ -1543,12 +1594,43 @@ class Project:
             elif type(head) is not ast.Name or head.id not in froms:  # type: ignore[attr-defined]
                 continue
             ref = callee_ref(call)
+            if ref is None and type(call.func) is ast.Attribute:  # `Options().parse()`
+                ref = callee_ref(call.func.value)  # type: ignore[arg-type, attr-defined]
             if ref is None or ref in seen:
                 continue
             seen.add(ref)
             found = self.resolve(mod, ref)
             if found is not None and "init" in self.effects(found[0], found[1]):
                 return True
+            if self._class_sets_up(mod, ref):
+                return True
+        # `class Trainer(BaseTrainer)` here, whose `super().__init__()` or an inherited method
+        # may set the group up.
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                for base in filter(None, map(dotted, node.bases)):
+                    head, _, attr = base.rpartition(".")
+                    if self._class_sets_up(mod, ("attr", head, attr) if head else ("name", base)):
+                        return True
+        return False
+
+    def _class_sets_up(self, mod: ModuleFacts, ref: Ref) -> bool:
+        """A class of the project (built or subclassed here) one of whose methods, its own or
+        inherited, may set the group up."""
+        if ref[1].split(".", 1)[0] not in mod.from_imports and ref[0] == "name":
+            return False
+        found = self.resolve_class(mod, ref)
+        depth = 0
+        while found is not None and depth <= MAX_DEPTH:
+            cls_mod, cls = found
+            table = cls_mod.functions
+            if not isinstance(table, FunctionTable):
+                return False
+            if any("init" in self.effects(cls_mod, f"{cls}.{m}") for m in table.methods(cls)):
+                return True
+            bases = table.bases(cls)
+            found = self._base_class(cls_mod, bases[0], depth) if bases else None
+            depth += 1
         return False
 
     # -- processes ----------------------------------------------------------------------------
@@ -1596,23 +1678,87 @@ class Project:
 
     # -- functions ----------------------------------------------------------------------------
     def resolve(self, mod: ModuleFacts, ref: Ref, depth: int = 0) -> tuple[ModuleFacts, str] | None:
-        """The project function a callee written in `mod` names, through re-exports."""
+        """The project function a callee written in `mod` names, through re-exports. A class
+        without an `__init__` of its own names its base's constructor; `super().m()` in a
+        method names the method its class inherits."""
+        if ref[0] == SUPER:
+            if len(ref) < 3:
+                return None
+            if ref[1] == "__init__":
+                return self.inherited_init(mod, ref[2], depth)
+            return self.find_method(mod, ref[2], ref[1], depth, inherited_only=True)
+        found = self._locate(mod, ref, depth, _defines)
+        if found is None or found[1] in found[0].functions:
+            return found
+        return self.inherited_init(found[0], found[1], depth)  # a class with no __init__
+
+    def resolve_class(self, mod: ModuleFacts, ref: Ref, depth: int = 0):
+        """The project class (its module's facts, its name) a name written in `mod` names."""
+        return self._locate(mod, ref, depth, _is_class)
+
+    def find_method(
+        self, mod: ModuleFacts, cls: str, method: str, depth: int = 0, inherited_only=False
+    ) -> tuple[ModuleFacts, str] | None:
+        """`Class.method` as the class has it: its own, else the first of its bases' (in the
+        order Python looks, depth first, which is that order for single inheritance)."""
+        table = mod.functions
+        if depth > MAX_DEPTH or not isinstance(table, FunctionTable):
+            return None
+        if not inherited_only and table.has_method(cls, method):
+            return mod, f"{cls}.{method}"
+        for base in table.bases(cls):
+            found = self._base_class(mod, base, depth)
+            if found is not None:
+                hit = self.find_method(found[0], found[1], method, depth + 1)
+                if hit is not None:
+                    return hit
+        return None
+
+    def inherited_init(
+        self, mod: ModuleFacts, cls: str, depth: int = 0
+    ) -> tuple[ModuleFacts, str] | None:
+        """The nearest base of the class (in the project) with an `__init__` of its own: what
+        building the class, or its `super().__init__()`, runs."""
+        table = mod.functions
+        if depth > MAX_DEPTH or not isinstance(table, FunctionTable):
+            return None
+        for base in table.bases(cls):
+            found = self._base_class(mod, base, depth)
+            if found is None:
+                continue
+            if found[1] in found[0].functions:
+                return found
+            deeper = self.inherited_init(found[0], found[1], depth + 1)
+            if deeper is not None:
+                return deeper
+        return None
+
+    def _base_class(self, mod: ModuleFacts, base: str, depth: int):
+        head, _, attr = base.rpartition(".")
+        ref = ("attr", head, attr) if head else ("name", base)
+        return self._locate(mod, ref, depth + 1, _is_class)
+
+    def _locate(
+        self, mod: ModuleFacts, ref: Ref, depth: int, present
+    ) -> tuple[ModuleFacts, str] | None:
+        """Where a name written in `mod` is defined (`present(module, name)`), through
+        imports and re-exports."""
         if depth > MAX_DEPTH:
             return None
         if ref[0] == "name":
             local = ref[1]
-            if local not in mod.functions and local not in mod.from_imports and not mod.complete:
+            if not present(mod, local) and local not in mod.from_imports and not mod.complete:
                 mod = self._complete(mod)
-            if local in mod.functions:
+            if present(mod, local):
                 return mod, local
             spec = mod.from_imports.get(local)
             if spec is None:
-                return self._through_star(mod, local, depth)
+                return self._through_star(mod, local, depth, present)
             module, level, name = spec
             target = self._module(mod.path, module, level)
             if target is None:
                 return None
-            return self.resolve(target, ("name", name), depth + 1)
+            return self._locate(target, ("name", name), depth + 1, present)
         _, recv, attr = ref
         head, _, rest = recv.partition(".")
         if head in mod.module_imports:
@@ -1627,17 +1773,19 @@ class Project:
             if not target.complete:
                 target = self._complete(target)
             attr = next((n for n in sorted(target.functions) if n.startswith(attr[:-1])), "")
-        return None if target is None else self.resolve(target, ("name", attr), depth + 1)
+        if target is None:
+            return None
+        return self._locate(target, ("name", attr), depth + 1, present)
 
     def _through_star(
-        self, mod: ModuleFacts, name: str, depth: int
+        self, mod: ModuleFacts, name: str, depth: int, present
     ) -> tuple[ModuleFacts, str] | None:
         """A name a package re-exports with `from .dist import *`."""
         for key, (module, level, star) in mod.from_imports.items():
             if star != "*" or not key.startswith("*"):
                 continue
             target = self._module(mod.path, module, level)
-            found = target and self.resolve(target, ("name", name), depth + 1)
+            found = target and self._locate(target, ("name", name), depth + 1, present)
             if found:
                 return found
         return None
@@ -1698,8 +1846,10 @@ def external_effects(index: ModuleIndex, call: ast.Call) -> frozenset[str] | Non
     """What a call into another module of the project does; None when the callee is not a
     function of the project (a library, a method, a name we cannot follow)."""
     project: Project | None = index.project
-    if project is None or index.path is None or not _names_an_import(index, call):
+    if project is None or index.path is None:
         return None
+    if not _names_an_import(index, call):
+        return _method_effects(index, call)
     ref = callee_ref(call)
     if ref is None or (ref[0] == "name" and ref[1] not in index.from_imports):
         return None
@@ -1713,6 +1863,59 @@ def external_effects(index: ModuleIndex, call: ast.Call) -> frozenset[str] | Non
         found = project.resolve(_as_module(index), ref)
         cache[ref] = None if found is None else project.effects(found[0], found[1])
     return cache[ref]
+
+
+def _method_effects(index: ModuleIndex, call: ast.Call) -> frozenset[str] | None:
+    """What a method of a project class does, called on an object built here (`trainer =
+    Trainer(args)`, then `trainer.init_ddp()`; `Options().parse_and_setup()`), own or
+    inherited from a base class of the project; or `super().__init__(...)` in a class of this
+    file whose base is the project's. None for anything else."""
+    func = call.func
+    if type(func) is not ast.Attribute:
+        return None
+    recv = func.value  # type: ignore[attr-defined]
+    if not (
+        (type(recv) is ast.Name and _built_by_an_import(index, recv.id))
+        or (type(recv) is ast.Call and (_names_an_import(index, recv) or _calls_super(func)))
+    ):
+        return None  # the cheap test: most `x.m()` are of a library's objects
+    cache: dict[int, frozenset[str] | None] = index.__dict__.setdefault("_method_effects", {})
+    key = id(call)
+    if key not in cache:
+        found = _super_target(index, call) if _calls_super(func) else method_target(index, call)
+        cache[key] = None if found is None else index.project.effects(found[0], found[1])
+    return cache[key]
+
+
+def _built_by_an_import(index: ModuleIndex, name: str) -> bool:
+    """Some value of the name here is made by a call of an imported name (`Trainer(args)`)."""
+    return any(
+        type(v) is ast.Call and _names_an_import(index, v) for _, v in index.bindings.get(name, ())
+    )
+
+
+def _super_target(index: ModuleIndex, call: ast.Call) -> tuple[ModuleFacts, str] | None:
+    """`super().m(...)` in a method of a class of this file: the method (for `__init__`, the
+    constructor) of the first of its bases that the project defines."""
+    project: Project = index.project
+    scope = index.scope_of(call)
+    cls = index.enclosing_class(scope)
+    if cls is None:
+        return None
+    method = call.func.attr  # type: ignore[attr-defined]
+    for base in filter(None, map(dotted, cls.bases)):
+        head, _, attr = base.rpartition(".")
+        ref = ("attr", head, attr) if head else ("name", base)
+        if ref[1].split(".", 1)[0] not in index.from_imports | index.module_imports:
+            continue
+        found = project.resolve_class(_as_module(index), ref)
+        if found is None:
+            continue
+        mod, name = found
+        if method == "__init__":
+            return found if name in mod.functions else project.inherited_init(mod, name)
+        return project.find_method(mod, name, method)
+    return None
 
 
 def _as_module(index: ModuleIndex) -> ModuleFacts:
@@ -1744,25 +1947,33 @@ def method_target(
     that built the object; None for anything else (a library object, a parameter, a method
     the class inherits)."""
     func = call.func
-    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+    if not isinstance(func, ast.Attribute) or index.project is None:
         return None
-    if index.project is None or func.value.id not in index.bindings:
+    if isinstance(func.value, ast.Call):  # `Options().parse()`
+        built = [func.value]
+    elif isinstance(func.value, ast.Name) and func.value.id in index.bindings:
+        values = index.values_of(func.value.id, call)
+        built = [v for v in values if isinstance(v, ast.Call)]
+        if not built or len(built) != len(values):
+            return None
+    else:
         return None  # never assigned here: a parameter, a module, a global of elsewhere
-    values = index.values_of(func.value.id, call)
-    built = [v for v in values if isinstance(v, ast.Call)]
-    if not built or len(built) != len(values):
-        return None
-    found = [project_target(index, v) for v in built]
+    found = [_class_built(index, v) for v in built]
     target = found[0]
     if target is None or any(
         f is None or f[0].path != target[0].path or f[1] != target[1] for f in found
     ):
         return None
-    mod, cls = target
-    table = mod.functions
-    if not isinstance(table, FunctionTable) or not table.has_method(cls, func.attr):
+    method = index.project.find_method(target[0], target[1], func.attr)
+    return None if method is None else (*method, built)
+
+
+def _class_built(index: ModuleIndex, call: ast.Call) -> tuple[ModuleFacts, str] | None:
+    """The project class a call builds (`Trainer(args)`, `trainers.Trainer(args)`)."""
+    ref = callee_ref(call)
+    if index.project is None or ref is None or ref[0] == SUPER or not _names_an_import(index, call):
         return None
-    return mod, f"{cls}.{func.attr}", built
+    return index.project.resolve_class(_as_module(index), ref)
 
 
 def local_effects(index: ModuleIndex, func: ast.AST) -> frozenset[str]:
@@ -1802,7 +2013,7 @@ def program_effects(index: ModuleIndex) -> frozenset[str]:
     if cached is None:
         out: set[str] = set()
         for call in index.calls:
-            if not _names_an_import(index, call):
+            if not _names_an_import(index, call) and type(call.func) is not ast.Attribute:
                 continue
             if index.callee_name(call) in DIRECT or index.resolve_call(call):
                 continue  # direct calls are in calls_by_name; local functions are in this file
