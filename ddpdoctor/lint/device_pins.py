@@ -28,7 +28,9 @@ from ddpdoctor.lint.index import (
     ModuleIndex,
     dotted,
     follows_in_block,
+    is_const,
     kwarg,
+    last_name,
     position,
     statement_block,
 )
@@ -96,6 +98,9 @@ def _load_without_map_location(index: ModuleIndex) -> list[Hit]:
         if _shipped_weights(index, path):
             hits.append(Hit(call, "DDL004", SHIPPED_WEIGHTS, level="warn"))
             continue
+        if _scheduler_state(index, call):
+            hits.append(Hit(call, "DDL004", SCHEDULER_STATE, level="warn"))
+            continue
         hits.append(
             Hit(
                 call,
@@ -115,6 +120,29 @@ SHIPPED_WEIGHTS = (
     'map_location="cpu" (a warning: lint cannot see what the file holds)'
 )
 PRETRAINED_WORDS = ("pretrain", "hub/checkpoints")
+SCHEDULER_STATE = (
+    "torch.load without map_location of a learning-rate scheduler's state: it seldom holds GPU "
+    "tensors, but any it holds land on GPU 0 on every rank; pass map_location (a warning: lint "
+    "cannot see what the file holds)"
+)
+
+
+def _scheduler_state(index: ModuleIndex, call: ast.Call) -> bool:
+    """`scheduler.load_state_dict(torch.load(".../scheduler.pt"))`: a scheduler's state is
+    step counts and rates, seldom a tensor (an optimizer's, beside it, holds GPU moments)."""
+    parent = index.parent(call)
+    if (
+        isinstance(parent, ast.Call)
+        and isinstance(parent.func, ast.Attribute)
+        and parent.func.attr == "load_state_dict"
+        and "sched" in (dotted(parent.func.value) or "").lower()
+    ):
+        return True
+    path = call.args[0] if call.args else kwarg(call, "f")
+    return any(
+        isinstance(n, ast.Constant) and isinstance(n.value, str) and "scheduler" in n.value
+        for n in ast.walk(path)
+    )
 
 
 def _shipped_weights(index: ModuleIndex, path: ast.AST) -> bool:
@@ -425,6 +453,15 @@ def _gpu_side(expr: ast.AST) -> ast.AST:
     return expr
 
 
+def _choice_tests(call: ast.Call) -> tuple[ast.AST, ...]:
+    """The test under which `torch.device("cuda:0" if ok and not args.no_cuda else "cpu")`
+    picks the GPU: it holds wherever that literal is the device."""
+    first = call.args[0] if call.args else None
+    if isinstance(first, ast.IfExp) and _str(first.orelse) == "cpu":
+        return (first.test,)
+    return ()
+
+
 def _device_literal(index: ModuleIndex, call: ast.Call) -> str | None:
     """'cuda:0' / 'cuda' when this call pins a device by a literal, else None."""
     name = index.callee_name(call)
@@ -460,7 +497,7 @@ def _hard_coded_device(index: ModuleIndex) -> list[Hit]:
         text = _device_literal(index, call)
         if text is None or (text == "cuda" and bare_ok):
             continue
-        if single_process_branch(index, call) or rank0_only(index, call):
+        if single_process_branch(index, call, _choice_tests(call)) or rank0_only(index, call):
             continue  # one process, or rank 0's own work: GPU 0 is its GPU
         if _fewer_gpus_branch(index, call):
             continue  # `if device_count() < world_size:` ranks share GPUs on purpose
@@ -671,6 +708,43 @@ def _may_reach(
     return not any((test, not body) in here for test, body in mine)
 
 
+def _one_gpu_per_plain_process(index: ModuleIndex) -> bool:
+    """`if ngpus_per_node > 1 and not args.multiprocessing_distributed: return` (PixelFormer,
+    from the BTS family): a process not started per GPU refuses to run with several GPUs in
+    view, so its bare `.cuda()` is the one GPU it sees."""
+    for node in ast.walk(index.tree):
+        if not isinstance(node, ast.If) or not node.body:
+            continue
+        parts = and_operands(node.test)
+        several = any(_more_than_one_gpu(index, p) for p in parts)
+        negated = any(isinstance(p, ast.UnaryOp) and isinstance(p.op, ast.Not) for p in parts)
+        last = node.body[-1]
+        leaves = isinstance(last, (ast.Return, ast.Raise)) or (
+            isinstance(last, ast.Expr)
+            and isinstance(last.value, ast.Call)
+            and last_name(last.value.func) in ("exit", "quit")
+        )
+        if several and negated and leaves:
+            return True
+    return False
+
+
+def _more_than_one_gpu(index: ModuleIndex, test: ast.AST) -> bool:
+    """`device_count() > 1`, or a name given device_count() compared so."""
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Gt)
+        and is_const(test.comparators[0], 1)
+    ):
+        return False
+    left = test.left
+    values: list = [left]
+    if isinstance(left, ast.Name):
+        values += index.values_of(left.id, left)
+    return any(isinstance(v, ast.Call) and last_name(v.func) == "device_count" for v in values)
+
+
 def _ddp_on_uncovered_path(index: ModuleIndex) -> list[Hit]:
     sets = index.calls_named("set_device")
     hits: list[Hit] = []
@@ -719,7 +793,7 @@ def _ddp_on_uncovered_path(index: ModuleIndex) -> list[Hit]:
                     "one process over several GPUs)",
                 )
             )
-    return hits
+    return [] if hits and _one_gpu_per_plain_process(index) else hits
 
 
 def check(index: ModuleIndex) -> list[Hit]:

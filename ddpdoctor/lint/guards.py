@@ -234,12 +234,15 @@ def _gpu_count_above_one(test: ast.AST) -> bool:
     )
 
 
-def single_process_branch(index: ModuleIndex, node: ast.AST) -> bool:
+def single_process_branch(
+    index: ModuleIndex, node: ast.AST, known: tuple[ast.AST, ...] = ()
+) -> bool:
     """Inside `if not args.distributed:` / `if world_size == 1:`, or in the else of a
-    distributed test (`if opt["dist"]: ... else:`): code for one process."""
+    distributed test (`if opt["dist"]: ... else:`): code for one process. `known`: tests
+    that hold where the node's value is used (the test of the choice it is the GPU side of)."""
     child = node
     refused = _refused_when_distributed(index)
-    holds: list[ast.AST] = []  # tests known true here (the `if`s whose body holds node)
+    holds: list[ast.AST] = list(known)  # tests known true here (the `if`s holding node, ...)
     for anc in index.ancestors(node):
         if isinstance(anc, ast.If) and child is not anc.test:
             in_body = child in anc.body
@@ -252,6 +255,8 @@ def single_process_branch(index: ModuleIndex, node: ast.AST) -> bool:
             flag = _negated_flag(anc.test)
             if (in_body and dotted(anc.test) in refused) or (not in_body and flag in refused):
                 return True
+        if isinstance(anc, ast.IfExp) and child is anc.body:
+            holds.append(anc.test)
         if _after_single_process_assert(anc, child):
             return True
         child = anc
@@ -261,14 +266,18 @@ def single_process_branch(index: ModuleIndex, node: ast.AST) -> bool:
 def _one_process_or_refuted(test: ast.AST, holds: list[ast.AST]) -> bool:
     """`if local_rank == -1 or not args.cuda:` around `if n > 1 and args.cuda:`: a distributed
     run enters the outer branch only by its other operands, and a test known true inside
-    contradicts each of them, so what it holds runs in one process (DRAGON's get_devices)."""
+    contradicts each of them, so what it holds runs in one process (DRAGON's get_devices).
+    So does `if local_rank == -1 or args.no_cuda:` around `... if ... and not args.no_cuda`
+    (the transformers examples' device choice)."""
     if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or)):
         return False
     others = [v for v in test.values if not nondistributed_test(v)]
     if len(others) == len(test.values):
         return False
-    known = {dotted(t) for h in holds for t in and_operands(h)} - {None}
-    return all(_negated_flag(v) in known for v in others)
+    operands = [t for h in holds for t in and_operands(h)]
+    known = {dotted(t) for t in operands} - {None}
+    known_off = {_negated_flag(t) for t in operands} - {None}
+    return all(_negated_flag(v) in known or dotted(v) in known_off for v in others)
 
 
 def and_operands(test: ast.AST) -> list[ast.AST]:

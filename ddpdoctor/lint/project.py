@@ -592,6 +592,10 @@ class FunctionTable(Mapping[str, FuncFacts]):
         """Whether the class defines this method itself."""
         return any(m == method for m, _, _ in self._methods.get(cls, ()))
 
+    def source_bytes(self) -> bytes:
+        data = self._source
+        return data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+
     def methods(self, cls: str) -> list[str]:
         return [m for m, _, _ in self._methods.get(cls, ())]
 
@@ -1086,6 +1090,7 @@ class Project:
         # name -> the words on the import lines of each other module of that name
         self._stems: dict[bytes, list[set[bytes]]] = {}
         self._judged: dict[bytes, bool] = {}
+        self._may_set_up: dict[str, bool] = {}  # module path -> may a method of it set up
         self._spawned: dict[str, set[tuple[str, str]]] = {}
         self._started: dict[str, tuple[set[bytes], list[tuple[bytes, bytes]]]] = {}
         self._isfile: dict[str, bool] = {}  # candidate files of imports, looked at once each
@@ -1580,6 +1585,9 @@ class Project:
                         return True
         mod = ModuleFacts(os.path.abspath(path), {}, froms, modules)
         seen: set[Ref] = set()
+        # The methods this module calls by name (`opts.parse_and_setup()`): only those of a
+        # project class it builds can set a group up through it.
+        called = {c.func.attr for c in calls if type(c.func) is ast.Attribute}  # type: ignore[attr-defined]
         for call in calls:
             # The callee's first name, read before its reference is built: most are neither
             # imported nor a plain chain of names (`x.view(...)`, `f(...)[0].sum()`).
@@ -1602,7 +1610,7 @@ class Project:
             found = self.resolve(mod, ref)
             if found is not None and "init" in self.effects(found[0], found[1]):
                 return True
-            if self._class_sets_up(mod, ref):
+            if self._class_sets_up(mod, ref, called):
                 return True
         # `class Trainer(BaseTrainer)` here, whose `super().__init__()` or an inherited method
         # may set the group up.
@@ -1610,13 +1618,25 @@ class Project:
             if isinstance(node, ast.ClassDef):
                 for base in filter(None, map(dotted, node.bases)):
                     head, _, attr = base.rpartition(".")
-                    if self._class_sets_up(mod, ("attr", head, attr) if head else ("name", base)):
+                    ref = ("attr", head, attr) if head else ("name", base)
+                    if self._class_sets_up(mod, ref, called | {"__init__"}):
                         return True
         return False
 
-    def _class_sets_up(self, mod: ModuleFacts, ref: Ref) -> bool:
-        """A class of the project (built or subclassed here) one of whose methods, its own or
-        inherited, may set the group up."""
+    def _module_may_set_up(self, mod: ModuleFacts, table: FunctionTable) -> bool:
+        """Whether a method of this module can reach an init at all: the module names the
+        call, or imports a module of a chain that ends in one (see links_to). Spares reading
+        every method of every class a large project builds."""
+        known = self._may_set_up.get(mod.path)
+        if known is None:
+            data = table.source_bytes()
+            known = b"init_process_group" in data or self._links_to(data)
+            self._may_set_up[mod.path] = known
+        return known
+
+    def _class_sets_up(self, mod: ModuleFacts, ref: Ref, called: set[str]) -> bool:
+        """A class of the project (built or subclassed here) one of whose methods named in
+        `called`, its own or inherited, may set the group up."""
         if ref[1].split(".", 1)[0] not in mod.from_imports and ref[0] == "name":
             return False
         found = self.resolve_class(mod, ref)
@@ -1626,7 +1646,11 @@ class Project:
             table = cls_mod.functions
             if not isinstance(table, FunctionTable):
                 return False
-            if any("init" in self.effects(cls_mod, f"{cls}.{m}") for m in table.methods(cls)):
+            if self._module_may_set_up(cls_mod, table) and any(
+                "init" in self.effects(cls_mod, f"{cls}.{m}")
+                for m in table.methods(cls)
+                if m in called
+            ):
                 return True
             bases = table.bases(cls)
             found = self._base_class(cls_mod, bases[0], depth) if bases else None

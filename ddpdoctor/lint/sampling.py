@@ -96,8 +96,30 @@ def _shards_itself(index: ModuleIndex, dataset: ast.expr | None, depth: int = 0)
     names = _identifiers(index, dataset)
     if any(w in n for n in names for w in SHARDING_WORDS + STREAMING_WORDS):
         return True
+    if any(
+        _passed_in_sharded(index, read, depth) for read in _path_parameter_reads(index, dataset)
+    ):
+        return True  # `Data(np.load(train_path))`: judged by the paths this file's callers pass
     roots = {r for o in origins if isinstance(o, ast.Call) for r in _root_calls(index, o)}
     return any(_project_helper_shards(index, r) for r in roots)
+
+
+def _path_parameter_reads(index: ModuleIndex, expr: ast.AST, depth: int = 0) -> list[ast.Name]:
+    """Reads of a parameter named for a file (`train_dataset_path`, `input_file`) while
+    building a value, following assignments a few steps back: each rank may be handed its
+    own file (`files[get_rank() % n]`, `f"train-{rank}.npy"`)."""
+    out: list[ast.Name] = []
+    for node in ast.walk(expr):
+        if not isinstance(node, ast.Name):
+            continue
+        lowered = node.id.lower()
+        if ("path" in lowered or "file" in lowered) and index.passed_args(node) is not None:
+            out.append(node)
+        elif depth < 3:
+            for v in index.values_of(node.id, node):
+                if isinstance(v, ast.AST):
+                    out += _path_parameter_reads(index, v, depth + 1)
+    return out
 
 
 def _root_calls(index: ModuleIndex, call: ast.Call, depth: int = 0) -> set[ast.Call]:

@@ -318,3 +318,15 @@ def test_weights_the_program_does_not_save_are_a_warning() -> None:
     sarif = report.sarif_doc(found)["runs"][0]["results"]
     assert [r["level"] for r in sarif] == ["warning", "warning", "error"]
     assert "(1 fail, 2 warn)" in report.text(found, 1)
+
+
+def test_a_schedulers_state_is_a_warning_beside_the_optimizers_failure() -> None:
+    """An optimizer's state holds GPU moments; a scheduler's, step counts: the same torch.load
+    without map_location is a failure for the one and a warning for the other."""
+    path = str(Path(__file__).parent.parent / "fixtures" / "lint" / "ddl004_scheduler_state.py")
+    found = lint_paths([path])
+    assert [(f.line, f.code, f.level) for f in found] == [
+        (21, "DDL004", "fail"),
+        (22, "DDL004", "warn"),
+    ]
+    assert "scheduler's state" in found[1].message
