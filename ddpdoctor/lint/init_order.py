@@ -71,14 +71,20 @@ def _catches_init_error(node: ast.Try) -> bool:
     return False
 
 
+def _asks_initialized(name: str | None) -> bool:
+    """`dist.is_initialized`, or a helper that asks it (`is_dist_avail_and_initialized`)."""
+    return bool(name) and name.startswith("is_") and name.endswith("initialized")  # type: ignore[union-attr]
+
+
 @dataclass
 class _Summary:
     inits: bool = False
     uses_before_init: list[ast.Call] = field(default_factory=list)
     destroys_first: ast.Call | None = None  # a teardown helper (`cleanup()`): no group of its own
     # The group is made only on the distributed side of this test (`if local_rank == -1: ...
-    # else: init_process_group(...)`): the other side goes on without one.
-    init_only_when: ast.If | None = None
+    # else: init_process_group(...)`), or not by this set-up helper on a plain run (see
+    # falls_back): the other side goes on without one.
+    init_only_when: ast.If | ast.Call | None = None
 
 
 class _InitOrder:
@@ -150,15 +156,15 @@ class _InitOrder:
             isinstance(a, ast.Try) and _catches_init_error(a) for a in self.index.ancestors(call)
         ):
             return True
-        if isinstance(scope, FUNC_TYPES):
-            return any(
-                self.index.scope_of(c) is scope for c in self.index.calls_named("is_initialized")
-            )
+        if isinstance(scope, FUNC_TYPES) and any(
+            self.index.scope_of(c) is scope for c in self.index.calls_named("is_initialized")
+        ):
+            return True
         for anc in self.index.ancestors(call):
             test = getattr(anc, "test", None)
             if test is not None and any(
                 isinstance(n, ast.Attribute | ast.Name)
-                and (getattr(n, "attr", None) or getattr(n, "id", None)) == "is_initialized"
+                and _asks_initialized(getattr(n, "attr", None) or getattr(n, "id", None))
                 for n in ast.walk(test)
             ):
                 return True
@@ -199,6 +205,16 @@ class _InitOrder:
             child = anc
         return None
 
+    def falls_back(self, call: ast.Call) -> ast.Call | None:
+        """A set-up helper of the project that returns without a group when the launcher's
+        variables are absent, telling the caller so (`args.distributed = False`: the MAE/DeiT
+        `init_distributed_mode`), called where both kinds of run arrive: what follows
+        unguarded raises on the one-process path."""
+        if self.index.resolve_call(call) or distributed_branch(self.index, call):
+            return None
+        effects = external_effects(self.index, call) or ()
+        return call if "init_fallback" in effects and "init" in effects else None
+
     def _inits_in(self, block: list[ast.stmt]) -> bool:
         """The other side makes a group too (torchrun's env:// on one side, a spawned worker's
         tcp:// with its own rank on the other): no path is left without one."""
@@ -208,24 +224,32 @@ class _InitOrder:
             for node in ast.walk(stmt)
         )
 
-    def one_process_uses(self, call: ast.Call, test: ast.If) -> None:
+    def one_process_uses(self, call: ast.Call, test: ast.If | ast.Call) -> None:
         """After a group made on one side only: what needs it and runs on both sides (not
         under a distributed test, not asking is_initialized) raises on the one-process path.
-        Reported at the use itself, in this file's helpers too."""
+        Reported at the use itself, in this file's helpers too. After a set-up helper that
+        falls back to one process (see falls_back), told at info level: the crash is real on
+        a plain `python` run, but lint cannot tell whether the script means to support one."""
         if test in self.index.ancestors(call) or distributed_branch(self.index, call):
             return
         for use in self._ungated(call, 0):
             label = self.use_label(use) or f"{dotted(use.func)}()"
-            self.hits.setdefault(
-                id(use),
-                Hit(
-                    use,
-                    "DDL001",
+            if isinstance(test, ast.Call):
+                message = (
+                    f"{label} needs a process group, but {dotted(test.func) or 'the set-up'}() "
+                    f"(line {test.lineno}) makes none when the script is not started by a "
+                    "launcher (it sets `distributed = False` and goes on): a plain `python` run "
+                    "raises here (guard it with `if args.distributed:`)"
+                )
+                hit = Hit(use, "DDL001", message, level="info")
+            else:
+                message = (
                     f"{label} needs a process group, but the one made at line {test.lineno} is "
                     "made only on the distributed side of that test: on the one-process path it "
-                    "raises (guard it with `if dist.is_initialized():`, or skip it there)",
-                ),
-            )
+                    "raises (guard it with `if dist.is_initialized():`, or skip it there)"
+                )
+                hit = Hit(use, "DDL001", message)
+            self.hits.setdefault(id(use), hit)
 
     def _ungated(self, call: ast.Call, depth: int) -> list[ast.Call]:
         """The uses of the group this call makes or reaches with no distributed test on the
@@ -270,7 +294,7 @@ class _InitOrder:
             return _Summary(inits=True)
         pending: list[Hit] = []
         spawned = False
-        one_process: ast.If | None = None  # set once the group is made on one side only
+        one_process: ast.If | ast.Call | None = None  # once the group is made on one side only
         for call in calls_in_order(self.index, scope):
             if one_process is not None:
                 self.one_process_uses(call, one_process)
@@ -279,7 +303,9 @@ class _InitOrder:
                 break
             if self.is_init(call):
                 out.inits = True
-                out.init_only_when = one_process = self.distributed_side(call, scope)
+                out.init_only_when = one_process = self.distributed_side(
+                    call, scope
+                ) or self.falls_back(call)
                 continue
             name = self.index.callee_name(call)
             if name in ("spawn", "start_processes") and spawn_target(call) is not None:

@@ -888,6 +888,8 @@ def _function_facts(
             elif isinstance(node, ast.Assign):
                 if root is func and switches_on(node):
                     switches.append(node)
+                if root is func and _distributed_switched_off(node):
+                    into.direct.add("init_fallback")
                 if any(dotted(t) in PRINT_TARGETS for t in node.targets):
                     into.direct.add("silence_print")
                 elif (
@@ -918,6 +920,12 @@ def _function_facts(
 
 
 RANK_FLAG = "rank_flag:"  # a fact: this attribute is switched on on rank 0 only
+
+
+def _distributed_switched_off(node: ast.AST) -> bool:
+    """`args.distributed = False` in a set-up helper (the MAE/DeiT `init_distributed_mode`'s
+    "Not using distributed mode" branch): it may return without making a group."""
+    return switches_off(node) and "distributed" in node.targets[0].attr.lower()  # type: ignore[attr-defined]
 
 
 def switches_on(node: ast.AST) -> bool:

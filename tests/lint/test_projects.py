@@ -298,3 +298,17 @@ def test_a_helper_loader_names_the_helper_sampler_as_its_other_place() -> None:
     assert (found.code, found.line) == ("DDL003", 28)
     assert [(Path(r.path).name, r.line) for r in found.related] == [("data.py", 13)]
     assert "make_loader()" in found.related[0].note
+
+
+def test_a_helper_that_falls_back_to_one_process_makes_info_findings() -> None:
+    """Uses after a set-up helper that goes on without a group on a plain run are real crashes
+    of that run, but whether the script means to support it is not in the code: info level,
+    and the message names the helper and the way out."""
+    folder = PROJECTS / "helper_fallback"
+    found = lint_paths([str(folder / "train.py")], root=str(folder))
+    assert [(f.line, f.code, f.level) for f in found] == [
+        (15, "DDL001", "info"),
+        (17, "DDL001", "info"),
+    ]
+    assert all("misc.init_distributed_mode() (line 14)" in f.message for f in found)
+    assert all("plain `python` run raises" in f.message for f in found)
