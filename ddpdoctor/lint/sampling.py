@@ -463,6 +463,8 @@ def _may_target(index: ModuleIndex, call: ast.Call, sampler: ast.Call) -> bool:
     recv = call.func.value if isinstance(call.func, ast.Attribute) else None
     if recv is None:
         return True
+    if isinstance(recv, ast.Attribute) and recv.attr == "dataset":
+        return False  # `loader.dataset.set_epoch(epoch)`: the dataset's own, not the sampler's
     if isinstance(recv, ast.Attribute) and recv.attr in ("sampler", "batch_sampler"):
         for loader in index.origins(recv.value):
             if not (isinstance(loader, ast.Call) and index.callee_name(loader) == "DataLoader"):
@@ -479,7 +481,12 @@ def _fed_to_loaders(index: ModuleIndex) -> dict[ast.AST, list[ast.Call]]:
     """DistributedSamplers some DataLoader reads (`sampler=`, or inside a `batch_sampler=`),
     each with the loaders that read it."""
     fed: dict[ast.AST, list[ast.Call]] = {}
-    for loader in index.calls_named("DataLoader"):
+    # A loader class of the project or a library built on DataLoader (`DataLoaderMasking`,
+    # PyG's DataLoader under another name) is told by its name and its `sampler=`.
+    own = [n for n in index.calls_by_name if n != "DataLoader" and "DataLoader" in n]
+    for loader in index.calls_named("DataLoader", *own):
+        if index.callee_name(loader) != "DataLoader" and kwarg(loader, "sampler") is None:
+            continue
         origins = set(index.origins(kwarg(loader, "sampler") or _positional(loader, 3)))
         for origin in index.origins(kwarg(loader, "batch_sampler") or _positional(loader, 4)):
             origins.add(origin)  # a batch sampler built on DistributedSampler (see above)
