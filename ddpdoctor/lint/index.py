@@ -439,12 +439,18 @@ class ModuleIndex:
     def training_calls(self) -> list[ast.Call]:
         """The calls that run backward: `loss.backward()`, and calls of this file's functions
         that do, directly or through others."""
+        from ddpdoctor.lint.project import external_effects, program_effects
+
         trainers = self.functions_calling(("backward",))
+        # A training step of another module of the project (`train_one_epoch(model, ...)` from
+        # engine.py) trains too, when that module was read (it has effect words or links).
+        elsewhere = "trains" in program_effects(self)
         return [
             call
             for call in self.calls
             if self.callee_name(call) == "backward"
             or any(f in trainers for f in self.resolve_call(call))
+            or (elsewhere and "trains" in (external_effects(self, call) or ()))
         ]
 
     @cached_property

@@ -469,6 +469,31 @@ def _per_rank_file(call: ast.Call, func: ast.AST) -> bool:
     return bool(values) and all(_names_rank(v) for v in values)
 
 
+def _per_rank_log_file(call: ast.Call, func: ast.AST) -> bool:
+    """`logging.basicConfig(filename=...)` of a path built with the rank, a few assignments
+    back (CvT's `'{}_{}_rank{}.txt'.format(phase, time, rank)` joined to the output folder):
+    a log per rank, set up by a helper that decides per rank, as icefall's does."""
+    path = kwarg(call, "filename")
+    if path is None:
+        return False
+    assigned: dict[str, list[ast.expr]] = {}
+    for n in ast.walk(func):
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                if isinstance(t, ast.Name):
+                    assigned.setdefault(t.id, []).append(n.value)
+    todo, seen = [path], 0
+    while todo and seen < 8:
+        expr = todo.pop()
+        seen += 1
+        if _names_rank(expr):
+            return True
+        todo += [
+            v for n in ast.walk(expr) if isinstance(n, ast.Name) for v in assigned.get(n.id, [])
+        ]
+    return False
+
+
 def _shuffling_train_sampler(call: ast.Call, func: ast.AST) -> bool:
     """A DistributedSampler that shuffles (not `shuffle=False`), in a function not named for
     evaluation (`get_val_loader`): a training loader's sampler, whose caller owes set_epoch."""
@@ -800,7 +825,8 @@ def _call_fact(facts: FuncFacts, node: ast.Call, func: ast.AST, names: set[str],
         if effect != "destroy" or destroys_default_group(node):  # not of a subgroup
             facts.direct.add(effect)
     elif last in LOG_SETUP:
-        facts.direct.add("rank_logging" if passes_rank(node) else "log_setup")
+        ranked = passes_rank(node) or _per_rank_log_file(node, func)
+        facts.direct.add("rank_logging" if ranked else "log_setup")
     elif last in ("get_rank", "get_local_rank", "get_global_rank"):
         facts.direct.add("reads_rank")
         if isinstance(callee, ast.Name) and callee.id in names:
@@ -811,6 +837,8 @@ def _call_fact(facts: FuncFacts, node: ast.Call, func: ast.AST, names: set[str],
         facts.direct.add("env_rank")
     elif last == "set_epoch":
         facts.direct.add("set_epoch")
+    elif last == "backward":
+        facts.direct.add("trains")  # `train_one_epoch(...)`: the caller's loop is a training one
     elif last == "init" and dotted(callee) == "wandb.init":
         facts.direct.update(("writes", "tracks"))  # a tracker run: one per call
     elif (

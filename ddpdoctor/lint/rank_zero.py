@@ -277,6 +277,8 @@ def _rank_aware_logging(index: ModuleIndex) -> bool:
                 implies_rank0(anc.test) or implies_rank0(anc.test, negated=True)
             ):
                 return True
+        if guarded_locally(index, call):
+            return True  # `if opt.log: logger.addHandler(...)`, a flag only rank 0 has on
     if any(index.aliases.get(n) in RANK_AWARE_LOGGERS for n in index.calls_by_name):
         return True  # icefall's setup_logger: a log file per rank, the rank in its name
     if any(_handed_the_rank(index, name) for name in index.calls_by_name if "log" in name.lower()):
