@@ -330,8 +330,31 @@ def _plain_logger_here(index: ModuleIndex, recv: ast.expr) -> bool:
     if not values and isinstance(recv, ast.Name) and recv.id in index.from_imports:
         return True
     return bool(values) and all(
-        isinstance(v, ast.Call) and index.qualname(v.func) == "logging.getLogger" for v in values
+        isinstance(v, ast.Call)
+        and (index.qualname(v.func) == "logging.getLogger" or _plain_logger_maker(index, v))
+        for v in values
     )
+
+
+def _plain_logger_maker(index: ModuleIndex, call: ast.Call) -> bool:
+    """`logger = get_logger(path)` where get_logger is a function of this file that returns a
+    `logging.getLogger(...)` it gave handlers, and asks no rank: every rank's logger prints
+    (baby-llama2's get_logger: a FileHandler and a StreamHandler for each process)."""
+    funcs = index.resolve_call(call)
+    if not funcs or passes_rank(call):
+        return False
+    for func in funcs:
+        returned = index.returns_of(func)
+        if not returned or _mentions_rank(index, func):
+            return False
+        for ret in returned:
+            values = index.values_of(ret.id, ret) if isinstance(ret, ast.Name) else [ret]
+            if not values or not all(
+                isinstance(v, ast.Call) and index.qualname(v.func) == "logging.getLogger"
+                for v in values
+            ):
+                return False
+    return True
 
 
 def _plain_loggers(index: ModuleIndex) -> set[str]:
@@ -343,7 +366,8 @@ def _plain_loggers(index: ModuleIndex) -> set[str]:
     names = set()
     for key, entries in index.bindings.items():
         if any(
-            isinstance(v, ast.Call) and index.qualname(v.func) == "logging.getLogger"
+            isinstance(v, ast.Call)
+            and (index.qualname(v.func) == "logging.getLogger" or _plain_logger_maker(index, v))
             for _, v in entries
         ):
             names.add(key)
