@@ -205,6 +205,8 @@ CONTAMINATED |= {(split, f"DDL00{n}") for split in SEEN_BY_2026_12_06 for n in r
 # refusal of several GPUs without spawning), and PCL's and DEKR's ImageNet-style branch was
 # re-judged. Its DDL006 and DDL007 were not read.
 CONTAMINATED |= {("fresh20", f"DDL00{n}") for n in range(1, 6)}
+# Then, while listing the other parts' DDL006 misses, one of fresh20's was listed too.
+CONTAMINATED.add(("fresh20", "DDL006"))
 
 
 @dataclass
