@@ -1675,6 +1675,8 @@ class Project:
         `called`, its own or inherited, may set the group up."""
         if ref[1].split(".", 1)[0] not in mod.from_imports and ref[0] == "name":
             return False
+        if not ref[-1][:1].isupper():
+            return False  # `utils.setup(...)`: a function (classes are named in CamelCase)
         found = self.resolve_class(mod, ref)
         depth = 0
         while found is not None and depth <= MAX_DEPTH:
@@ -1936,7 +1938,13 @@ def _method_effects(index: ModuleIndex, call: ast.Call) -> frozenset[str] | None
     recv = func.value  # type: ignore[attr-defined]
     if not (
         (type(recv) is ast.Name and _built_by_an_import(index, recv.id))
-        or (type(recv) is ast.Call and (_names_an_import(index, recv) or _calls_super(func)))
+        or (
+            type(recv) is ast.Call
+            and (
+                _calls_super(func)
+                or (_names_an_import(index, recv) and _from_the_project(index, recv))
+            )
+        )
     ):
         return None  # the cheap test: most `x.m()` are of a library's objects
     cache: dict[int, frozenset[str] | None] = index.__dict__.setdefault("_method_effects", {})
@@ -1948,10 +1956,31 @@ def _method_effects(index: ModuleIndex, call: ast.Call) -> frozenset[str] | None
 
 
 def _built_by_an_import(index: ModuleIndex, name: str) -> bool:
-    """Some value of the name here is made by a call of an imported name (`Trainer(args)`)."""
-    return any(
-        type(v) is ast.Call and _names_an_import(index, v) for _, v in index.bindings.get(name, ())
-    )
+    """Some value of the name here is made by a call of an imported name (`Trainer(args)`);
+    answered once per name and file."""
+    known: dict[str, bool] = index.__dict__.setdefault("_built_by_an_import", {})
+    found = known.get(name)
+    if found is None:
+        found = known[name] = any(
+            type(v) is ast.Call and _names_an_import(index, v) and _from_the_project(index, v)
+            for _, v in index.bindings.get(name, ())
+        )
+    return found
+
+
+def _from_the_project(index: ModuleIndex, call: ast.Call) -> bool:
+    """The callee's first name is imported from a module of the project (not `torch.optim`)."""
+    head = call.func
+    while type(head) is ast.Attribute:
+        head = head.value  # type: ignore[attr-defined]
+    if type(head) is not ast.Name or index.project is None or index.path is None:
+        return False
+    here = os.path.abspath(index.path)
+    spec = index.from_imports.get(head.id)  # type: ignore[attr-defined]
+    if spec is not None:
+        return index.project.module_path(here, spec[0], spec[1]) is not None
+    module = index.module_imports.get(head.id)  # type: ignore[attr-defined]
+    return module is not None and index.project.module_path(here, module, 0) is not None
 
 
 def _super_target(index: ModuleIndex, call: ast.Call) -> tuple[ModuleFacts, str] | None:

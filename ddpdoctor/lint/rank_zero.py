@@ -343,18 +343,29 @@ def _plain_logger_maker(index: ModuleIndex, call: ast.Call) -> bool:
     funcs = index.resolve_call(call)
     if not funcs or passes_rank(call):
         return False
+    cache: dict[int, bool] = index.__dict__.setdefault("_logger_makers", {})
     for func in funcs:
-        returned = index.returns_of(func)
-        if not returned or _mentions_rank(index, func):
+        if id(func) not in cache:
+            cache[id(func)] = _returns_plain_logger(index, func)
+        if not cache[id(func)]:
             return False
-        for ret in returned:
-            values = index.values_of(ret.id, ret) if isinstance(ret, ast.Name) else [ret]
-            if not values or not all(
-                isinstance(v, ast.Call) and index.qualname(v.func) == "logging.getLogger"
-                for v in values
-            ):
-                return False
     return True
+
+
+def _returns_plain_logger(index: ModuleIndex, func: ast.AST) -> bool:
+    """Every return of the function is a `logging.getLogger(...)` (through a local name), and
+    the function asks no rank (asked last: it walks the whole body)."""
+    returned = index.returns_of(func)
+    if not returned:
+        return False
+    for ret in returned:
+        values = index.values_of(ret.id, ret) if isinstance(ret, ast.Name) else [ret]
+        if not values or not all(
+            isinstance(v, ast.Call) and index.qualname(v.func) == "logging.getLogger"
+            for v in values
+        ):
+            return False
+    return not _mentions_rank(index, func)
 
 
 def _plain_loggers(index: ModuleIndex) -> set[str]:
