@@ -25,7 +25,14 @@ from ddpdoctor.lint.built_classes import built_class_writes
 from ddpdoctor.lint.files import collect, read_bytes
 from ddpdoctor.lint.finding import Hit, LintFinding, Related
 from ddpdoctor.lint.index import ModuleIndex, dotted
-from ddpdoctor.lint.project import MARKERS, WRITE_WORDS, Project, find_root
+from ddpdoctor.lint.project import (
+    MARKERS,
+    SPAWNED_INIT,
+    WRITE_WORDS,
+    Project,
+    find_root,
+    program_effects,
+)
 
 Check = Callable[[ModuleIndex], list[Hit]]
 
@@ -166,6 +173,8 @@ def lint_source(
                 checks = PROGRAM_LOOP_CHECKS
             elif index.restores_in_program:
                 checks = [device_pins.check]  # a resume helper: its loads
+            elif SPAWNED_INIT in program_effects(index):
+                checks = [teardown.check]  # `launch(main_worker, ...)`: its workers' group
             else:
                 return notes
     if index is None:

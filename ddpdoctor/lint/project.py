@@ -105,6 +105,9 @@ class FuncFacts:
     # What the methods a constructor runs call (see _merge_part): read for all but samplers.
     part_local: set[str] = field(default_factory=set)
     part_external: list[Ref] = field(default_factory=list)
+    # Functions of the module this one starts as processes (`mp.spawn(_distributed_worker,
+    # ...)`, detectron2's launch): what they do to the group is the workers' (see effects).
+    spawned: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -824,6 +827,9 @@ def _call_fact(facts: FuncFacts, node: ast.Call, func: ast.AST, names: set[str],
     if effect:
         if effect != "destroy" or destroys_default_group(node):  # not of a subgroup
             facts.direct.add(effect)
+        first = node.args[0] if node.args else None
+        if effect == "spawns" and isinstance(first, ast.Name) and first.id in names:
+            facts.spawned.add(first.id)
     elif last in LOG_SETUP:
         ranked = passes_rank(node) or _per_rank_log_file(node, func)
         facts.direct.add("rank_logging" if ranked else "log_setup")
@@ -948,6 +954,8 @@ def _function_facts(
 
 
 RANK_FLAG = "rank_flag:"  # a fact: this attribute is switched on on rank 0 only
+SPAWNED = "spawned_"  # a fact of a launcher: its started workers `init` / `destroy` a group
+SPAWNED_INIT = f"{SPAWNED}init"
 
 
 def _distributed_switched_off(node: ast.AST) -> bool:
@@ -1644,8 +1652,8 @@ class Project:
                 continue
             seen.add(ref)
             found = self.resolve(mod, ref)
-            if found is not None and "init" in self.effects(found[0], found[1]):
-                return True
+            if found is not None and {"init", SPAWNED_INIT} & self.effects(found[0], found[1]):
+                return True  # a set-up, or a launcher whose workers make a group
             if self._class_sets_up(mod, ref, called):
                 return True
         # `class Trainer(BaseTrainer)` here, whose `super().__init__()` or an inherited method
@@ -1876,6 +1884,11 @@ class Project:
                     out |= self.effects(found[0], found[1], depth + 1)
             for callee in sorted(facts.part_local):
                 out |= self.effects(mod, callee, depth + 1) - OBJECT_OWN
+            for worker in sorted(facts.spawned):
+                # The workers it starts: their set-up and teardown are told apart from the
+                # caller's own (the caller's process makes no group by starting them).
+                started = self.effects(mod, worker, depth + 1)
+                out |= {f"{SPAWNED}{e}" for e in started & {"init", "destroy"}}
             for ref in facts.part_external:
                 found = self.resolve(mod, ref)
                 if found is not None:

@@ -22,6 +22,7 @@ from ddpdoctor.lint.index import (
     position,
 )
 from ddpdoctor.lint.project import (
+    SPAWNED,
     Project,
     callee_label,
     external_effects,
@@ -36,7 +37,7 @@ DESTROY = "destroy_process_group"
 def check(index: ModuleIndex) -> list[Hit]:
     inits = index.all_init_calls
     if not inits:
-        return []
+        return _launched_without_destroy(index)
     hits: list[Hit] = []
     judged: set[int] = set()
     for worker in sorted(_workers(index, inits), key=position):
@@ -74,6 +75,36 @@ def check(index: ModuleIndex) -> list[Hit]:
         else:
             where = "at the end of training"
         hits.append(_hit(index, rest[0], where, rest))
+    return hits
+
+
+def _launched_without_destroy(index: ModuleIndex) -> list[Hit]:
+    """A script that hands its worker to a launcher of the project (detectron2-style
+    `launch(main_worker, ngpus, ...)`) whose started processes set a group up before running it
+    and never tear it down: unless the handed worker destroys it, the group outlives training.
+    Told at the launcher's call, the script's line."""
+    if index.project is None or not index.has_main_guard:
+        return []
+    hits: list[Hit] = []
+    for call in index.calls:
+        effects = external_effects(index, call) or ()
+        if f"{SPAWNED}init" not in effects or f"{SPAWNED}destroy" in effects:
+            continue
+        first = call.args[0] if call.args else None
+        if not isinstance(first, ast.Name) or first.id not in index.functions:
+            continue
+        handed = [f for f in index.functions[first.id] if not index.enclosing_class(f)]
+        if not handed or any(_destroys(index, index.reachable(f)) for f in handed):
+            continue
+        hits.append(
+            Hit(
+                call,
+                "DDL007",
+                f"the processes {callee_label(call)}() starts make a process group before running "
+                f"{first.id}(), and neither tears it down: call dist.destroy_process_group() at "
+                f"the end of {first.id}()",
+            )
+        )
     return hits
 
 
