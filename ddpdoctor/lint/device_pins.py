@@ -16,6 +16,8 @@ import ast
 from ddpdoctor.lint.finding import Hit
 from ddpdoctor.lint.guards import (
     and_operands,
+    exits,
+    gpu_count_above_one,
     guarded_locally,
     off_by_default,
     rank0_only,
@@ -28,9 +30,7 @@ from ddpdoctor.lint.index import (
     ModuleIndex,
     dotted,
     follows_in_block,
-    is_const,
     kwarg,
-    last_name,
     position,
     statement_block,
 )
@@ -457,9 +457,7 @@ def _choice_tests(call: ast.Call) -> tuple[ast.AST, ...]:
     """The test under which `torch.device("cuda:0" if ok and not args.no_cuda else "cpu")`
     picks the GPU: it holds wherever that literal is the device."""
     first = call.args[0] if call.args else None
-    if isinstance(first, ast.IfExp) and _str(first.orelse) == "cpu":
-        return (first.test,)
-    return ()
+    return (first.test,) if first is not None and _gpu_side(first) is not first else ()
 
 
 def _device_literal(index: ModuleIndex, call: ast.Call) -> str | None:
@@ -712,37 +710,15 @@ def _one_gpu_per_plain_process(index: ModuleIndex) -> bool:
     """`if ngpus_per_node > 1 and not args.multiprocessing_distributed: return` (PixelFormer,
     from the BTS family): a process not started per GPU refuses to run with several GPUs in
     view, so its bare `.cuda()` is the one GPU it sees."""
-    for node in ast.walk(index.tree):
-        if not isinstance(node, ast.If) or not node.body:
-            continue
+    for node in index.ifs:
         parts = and_operands(node.test)
-        several = any(_more_than_one_gpu(index, p) for p in parts)
-        negated = any(isinstance(p, ast.UnaryOp) and isinstance(p.op, ast.Not) for p in parts)
-        last = node.body[-1]
-        leaves = isinstance(last, (ast.Return, ast.Raise)) or (
-            isinstance(last, ast.Expr)
-            and isinstance(last.value, ast.Call)
-            and last_name(last.value.func) in ("exit", "quit")
-        )
-        if several and negated and leaves:
+        if (
+            any(gpu_count_above_one(p) for p in parts)
+            and any(isinstance(p, ast.UnaryOp) and isinstance(p.op, ast.Not) for p in parts)
+            and exits(node.body)
+        ):
             return True
     return False
-
-
-def _more_than_one_gpu(index: ModuleIndex, test: ast.AST) -> bool:
-    """`device_count() > 1`, or a name given device_count() compared so."""
-    if not (
-        isinstance(test, ast.Compare)
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.Gt)
-        and is_const(test.comparators[0], 1)
-    ):
-        return False
-    left = test.left
-    values: list = [left]
-    if isinstance(left, ast.Name):
-        values += index.values_of(left.id, left)
-    return any(isinstance(v, ast.Call) and last_name(v.func) == "device_count" for v in values)
 
 
 def _ddp_on_uncovered_path(index: ModuleIndex) -> list[Hit]:

@@ -218,11 +218,12 @@ def _several_gpus_and(test: ast.AST) -> bool:
     the else runs when the switch is off or there is one GPU, in one process either way."""
     if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)):
         return False
-    kinds = [distributed_test(v) or _gpu_count_above_one(v) for v in test.values]
+    kinds = [distributed_test(v) or gpu_count_above_one(v) for v in test.values]
     return all(kinds) and any(distributed_test(v) for v in test.values)
 
 
-def _gpu_count_above_one(test: ast.AST) -> bool:
+def gpu_count_above_one(test: ast.AST) -> bool:
+    """`ngpus_per_node > 1`, `torch.cuda.device_count() >= 2`: more than one GPU in view."""
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
         return False
     left, op, right = test.left, test.ops[0], test.comparators[0]

@@ -1950,13 +1950,10 @@ def _method_effects(index: ModuleIndex, call: ast.Call) -> frozenset[str] | None
         return None
     recv = func.value  # type: ignore[attr-defined]
     if not (
-        (type(recv) is ast.Name and _built_by_an_import(index, recv.id))
+        (type(recv) is ast.Name and _built_in_the_project(index, recv.id))
         or (
             type(recv) is ast.Call
-            and (
-                _calls_super(func)
-                or (_names_an_import(index, recv) and _from_the_project(index, recv))
-            )
+            and (_calls_super(func) or callee_module(index, recv) is not None)
         )
     ):
         return None  # the cheap test: most `x.m()` are of a library's objects
@@ -1968,32 +1965,34 @@ def _method_effects(index: ModuleIndex, call: ast.Call) -> frozenset[str] | None
     return cache[key]
 
 
-def _built_by_an_import(index: ModuleIndex, name: str) -> bool:
-    """Some value of the name here is made by a call of an imported name (`Trainer(args)`);
-    answered once per name and file."""
-    known: dict[str, bool] = index.__dict__.setdefault("_built_by_an_import", {})
+def _built_in_the_project(index: ModuleIndex, name: str) -> bool:
+    """Some value of the name here is made by a call into the project (`Trainer(args)`, not
+    `torch.optim.Adam(...)`); answered once per name and file."""
+    known: dict[str, bool] = index.__dict__.setdefault("_built_in_the_project", {})
     found = known.get(name)
     if found is None:
         found = known[name] = any(
-            type(v) is ast.Call and _names_an_import(index, v) and _from_the_project(index, v)
+            type(v) is ast.Call and callee_module(index, v) is not None
             for _, v in index.bindings.get(name, ())
         )
     return found
 
 
-def _from_the_project(index: ModuleIndex, call: ast.Call) -> bool:
-    """The callee's first name is imported from a module of the project (not `torch.optim`)."""
+def callee_module(index: ModuleIndex, call: ast.Call) -> str | None:
+    """The module of the project the callee's first name is imported from, by its import
+    line alone (`from data_utils import BucketSampler`, `import engine`), or None (a library:
+    `torch.optim.Adam(...)`)."""
     head = call.func
-    while type(head) is ast.Attribute:
-        head = head.value  # type: ignore[attr-defined]
-    if type(head) is not ast.Name or index.project is None or index.path is None:
-        return False
+    while isinstance(head, ast.Attribute):
+        head = head.value
+    if not isinstance(head, ast.Name) or index.project is None or index.path is None:
+        return None
     here = os.path.abspath(index.path)
-    spec = index.from_imports.get(head.id)  # type: ignore[attr-defined]
+    spec = index.from_imports.get(head.id)
     if spec is not None:
-        return index.project.module_path(here, spec[0], spec[1]) is not None
-    module = index.module_imports.get(head.id)  # type: ignore[attr-defined]
-    return module is not None and index.project.module_path(here, module, 0) is not None
+        return index.project.module_path(here, spec[0], spec[1])
+    module = index.module_imports.get(head.id)
+    return None if module is None else index.project.module_path(here, module, 0)
 
 
 def _super_target(index: ModuleIndex, call: ast.Call) -> tuple[ModuleFacts, str] | None:

@@ -805,7 +805,9 @@ def _epoch_seeded_class(index: ModuleIndex, call: ast.Call, name: str) -> bool:
         return "distributedsampler" in _class_bases(index, name) and "self.epoch" in ast.unparse(
             local
         )
-    path = _project_module(index, call)
+    from ddpdoctor.lint.project import callee_module
+
+    path = callee_module(index, call)
     try:
         text = read_bytes(path) if path is not None else b""
     except OSError:
@@ -861,23 +863,9 @@ def _handed_to_project_trainer(
 def _project_callee(index: ModuleIndex, call: ast.Call) -> bool:
     """Whether the callee is imported from a module of the project (`from model import
     LearningMethod`, `from neuralop import Trainer`): its text decides, not its effects."""
-    return _project_module(index, call) is not None
+    from ddpdoctor.lint.project import callee_module
 
-
-def _project_module(index: ModuleIndex, call: ast.Call) -> str | None:
-    """The module of the project the callee's first name is imported from, by its import
-    line alone (`from data_utils import BucketSampler`, `import engine`), or None."""
-    head = call.func
-    while isinstance(head, ast.Attribute):
-        head = head.value
-    if not isinstance(head, ast.Name) or index.project is None or index.path is None:
-        return None
-    here = os.path.abspath(index.path)
-    spec = index.from_imports.get(head.id)
-    if spec is not None:
-        return index.project.module_path(here, spec[0], spec[1])
-    module = index.module_imports.get(head.id)
-    return None if module is None else index.project.module_path(here, module, 0)
+    return callee_module(index, call) is not None
 
 
 def _single_pass(index: ModuleIndex, loop_called: set[ast.AST]) -> bool:
