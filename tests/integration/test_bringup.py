@@ -94,8 +94,14 @@ def test_the_nodes_that_never_joined_are_named_within_the_deadline(bringup) -> N
         assert bringup["rc"][name] == 1
         # bounded: the verdict at the rendezvous deadline, then one read of the store (a torch
         # import, preloaded meanwhile: up to ~40 s here at load 10 on 2 cores, ~1 s when idle),
-        # then at most the two phases of the probe
-        assert RDZV_TIMEOUT <= finding["data"]["after_s"] < RDZV_TIMEOUT + 5
+        # then at most the two phases of the probe. after_s counts from this node's own launch,
+        # and the deadline runs from the store's: only node-a, which hosts the store, cannot
+        # hear the verdict early; a node whose launch came seconds later (its CLI and torch
+        # still importing under load) hears it that much sooner (12.6 s was seen).
+        after_s = finding["data"]["after_s"]
+        assert after_s < RDZV_TIMEOUT + 5
+        if name == "node-a":
+            assert after_s >= RDZV_TIMEOUT
         assert _row(report, "localize")["metrics"]["duration_s"] < 2 * PROBE_TIMEOUT + 3
         assert bringup["wall"][name] < RDZV_TIMEOUT + 2 * PROBE_TIMEOUT + 90
 
