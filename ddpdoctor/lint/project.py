@@ -477,24 +477,65 @@ def _per_rank_log_file(call: ast.Call, func: ast.AST) -> bool:
     back (CvT's `'{}_{}_rank{}.txt'.format(phase, time, rank)` joined to the output folder):
     a log per rank, set up by a helper that decides per rank, as icefall's does."""
     path = kwarg(call, "filename")
-    if path is None:
-        return False
+    return path is not None and any(_names_rank(e) for e in _built_from(path, func))
+
+
+def _built_from(path: ast.expr, func: ast.AST) -> list[ast.expr]:
+    """The path and what its names were assigned in the function, a few assignments back."""
     assigned: dict[str, list[ast.expr]] = {}
     for n in ast.walk(func):
         if isinstance(n, ast.Assign):
             for t in n.targets:
                 if isinstance(t, ast.Name):
                     assigned.setdefault(t.id, []).append(n.value)
-    todo, seen = [path], 0
-    while todo and seen < 8:
+    todo, seen = [path], []
+    while todo and len(seen) < 8:
         expr = todo.pop()
-        seen += 1
-        if _names_rank(expr):
-            return True
+        seen.append(expr)
         todo += [
             v for n in ast.walk(expr) if isinstance(n, ast.Name) for v in assigned.get(n.id, [])
         ]
-    return False
+    return seen
+
+
+LOG_SUFFIXES = (".log", ".txt")
+# A fact: the function opens a log file whose name it spells out itself (see
+# _log_file_named_here); judged at each call by what the caller hands it, as "opens_log" is.
+NAMES_LOG = "names_log"
+
+
+def _level_by_rank(call: ast.Call) -> bool:
+    """`basicConfig(level=logging.INFO if is_main() else logging.WARN, ...)`, or
+    `setLevel(INFO if rank < 1 else WARNING)`: the other ranks' lines are dropped."""
+    return any(
+        isinstance(a, ast.IfExp) and _rank_test(a)
+        for a in (*call.args, *(k.value for k in call.keywords))
+    )
+
+
+def _names_its_log(call: ast.Call, func: ast.AST) -> bool:
+    """A log file named here (see _log_file_named_here) that the function always opens: one
+    opened only when a parameter asks for it (`if to_file:`, `if output_dir is not None:`) is
+    the caller's choice, judged at the call by what it hands over, as any other log file."""
+    return _log_file_named_here(call, func) and _optional_switch(call, func) is None
+
+
+def _log_file_named_here(call: ast.Call, func: ast.AST) -> bool:
+    """A log file whose name the helper spells out itself, whatever folder it is handed
+    (`FileHandler(join(save_dir, f"log-{date}.txt"))`, or `basicConfig(filename=path)` with
+    `path` built from `'{}_{}.log'.format(cfg_name, time_str)`): one file, which every rank
+    that calls the helper opens. Not a name built with the rank (one log per rank)."""
+    path = kwarg(call, "filename") or (call.args[0] if call.args else kwarg(call, "log_dir"))
+    if path is None:
+        return False
+    parts = _built_from(path, func)
+    if any(_names_rank(e) or any(reads_env_rank(n) for n in ast.walk(e)) for e in parts):
+        return False
+    return any(
+        isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith(LOG_SUFFIXES)
+        for e in parts
+        for n in ast.walk(e)
+    )
 
 
 def _shuffling_train_sampler(call: ast.Call, func: ast.AST) -> bool:
@@ -831,8 +872,10 @@ def _call_fact(facts: FuncFacts, node: ast.Call, func: ast.AST, names: set[str],
         if effect == "spawns" and isinstance(first, ast.Name) and first.id in names:
             facts.spawned.add(first.id)
     elif last in LOG_SETUP:
-        ranked = passes_rank(node) or _per_rank_log_file(node, func)
+        ranked = passes_rank(node) or _per_rank_log_file(node, func) or _level_by_rank(node)
         facts.direct.add("rank_logging" if ranked else "log_setup")
+        if not ranked and _names_its_log(node, func):
+            facts.direct.add(NAMES_LOG)
     elif last in ("get_rank", "get_local_rank", "get_global_rank"):
         facts.direct.add("reads_rank")
         if isinstance(callee, ast.Name) and callee.id in names:
@@ -855,6 +898,8 @@ def _call_fact(facts: FuncFacts, node: ast.Call, func: ast.AST, names: set[str],
         facts.direct.add(_optional_switch(node, func) or "writes")
     elif last in FILE_MAKERS and _fixed_file(node):
         facts.direct.add("writes")  # `FileHandler("log.txt")`: one file, whoever calls
+    elif last in FILE_MAKERS and _names_its_log(node, func):
+        facts.direct.add(NAMES_LOG)
     elif last in FILE_MAKERS:
         facts.direct.add("opens_log")  # judged at the call, by the file it is given
     elif last == "DistributedSampler" and _shuffling_train_sampler(node, func):

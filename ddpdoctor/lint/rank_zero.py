@@ -28,6 +28,8 @@ from ddpdoctor.lint.index import (
 )
 from ddpdoctor.lint.project import (
     LIBRARY_WRITES,
+    LOG_SUFFIXES,
+    NAMES_LOG,
     external_effects,
     imported_name,
     may_write,
@@ -489,7 +491,7 @@ def _writes_itself(index: ModuleIndex, call: ast.Call) -> bool:
     facts = found[0].functions.get(found[1]) if found else None
     if facts is None:
         return False
-    if {"writes", "opens_log"} & facts.direct or passes_switch(call, facts):
+    if {"writes", "opens_log", NAMES_LOG} & facts.direct or passes_switch(call, facts):
         return True
     # A saving helper that writes through a function of its own module (`save_best_model` ->
     # `save_model`), unless it tests the rank or is handed one (it may decide per rank).
@@ -502,16 +504,13 @@ def _writes_itself(index: ModuleIndex, call: ast.Call) -> bool:
     )
 
 
-LOG_SUFFIXES = (".log", ".txt")
-
-
 def _given_log_file(index: ModuleIndex, call: ast.Call, effects: frozenset[str] | tuple) -> bool:
     """A helper that makes a FileHandler or SummaryWriter, handed a log file with no rank among
     its arguments: every rank opens that one file. Handed means a name spelled out here
     (`init_logger(log_file=out + "/train.log")`), or a path (`log_file_path=work_dir`) given to
     a helper that asks no rank itself. A helper given only a config (`init_logger(args)`) may
     choose a file per rank, or none off rank 0: not judged."""
-    if "opens_log" not in effects:
+    if "opens_log" not in effects and NAMES_LOG not in effects:
         return False
     args = [*call.args, *(k.value for k in call.keywords)]
     if passes_rank(call) or any(rank0_name(n) for a in args for n in ast.walk(a)):
@@ -526,12 +525,14 @@ def _given_log_file(index: ModuleIndex, call: ast.Call, effects: frozenset[str] 
         for n in ast.walk(a)
     ):
         return True
-    if facts is None or "opens_log" not in facts.direct:
+    if facts is None or not {"opens_log", NAMES_LOG} & facts.direct:
         return False
-    if any(_may_be_none(index, a) or _chosen_by_rank(index, a) for a in args):
-        # `args.log_path = None` (set only on the master), a level raised off rank 0: the
-        # helper is told per rank what to open
-        return False
+    if any(_chosen_by_rank(index, a) for a in args):
+        return False  # a level raised off rank 0: the helper is told per rank what to log
+    if NAMES_LOG in facts.direct:
+        return True  # it names the file itself: handed a config or a folder, it opens one
+    if any(_may_be_none(index, a) for a in args):
+        return False  # `args.log_path = None` (set only on the master): no file off rank 0
     named = [k.arg for k in call.keywords if k.arg] + [
         last_name(n) for a in args for n in ast.walk(a) if isinstance(n, (ast.Name, ast.Attribute))
     ]
@@ -633,7 +634,7 @@ def _helper_writes(index: ModuleIndex) -> list[Hit]:
     """A writing helper's call made on every rank here, or a writing method of an object of
     a project class."""
     effects = program_effects(index)
-    helpers = "opens_log" in effects or may_write(effects)
+    helpers = bool({"opens_log", NAMES_LOG} & effects) or may_write(effects)
     hits: list[Hit] = []
     for call in index.calls:
         if not (
