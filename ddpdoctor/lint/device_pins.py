@@ -101,6 +101,9 @@ def _load_without_map_location(index: ModuleIndex) -> list[Hit]:
         if _scheduler_state(index, call):
             hits.append(Hit(call, "DDL004", SCHEDULER_STATE, level="warn"))
             continue
+        if _in_evaluation(index, call):
+            hits.append(Hit(call, "DDL004", EVALUATION_LOAD, level="warn"))
+            continue
         hits.append(
             Hit(
                 call,
@@ -125,6 +128,24 @@ SCHEDULER_STATE = (
     "tensors, but any it holds land on GPU 0 on every rank; pass map_location (a warning: lint "
     "cannot see what the file holds)"
 )
+
+
+EVALUATION_LOAD = (
+    "torch.load without map_location in an evaluation pass: run under the launcher, every rank "
+    "loads the saved tensors onto the GPU they were saved from (GPU 0); pass map_location (a "
+    "warning: evaluation often runs as one process)"
+)
+EVALUATION_WORDS = ("eval", "test", "infer", "predict")
+
+
+def _in_evaluation(index: ModuleIndex, call: ast.Call) -> bool:
+    """A load in a function named for evaluation (`eval_bc`, `test_model`, `inference`) that
+    trains nothing: a checkpoint read to be scored, often in a run of one process."""
+    scope = index.scope_of(call)
+    name = getattr(scope, "name", "").lower()
+    return any(name.startswith(w) for w in EVALUATION_WORDS) and scope not in {
+        index.scope_of(c) for c in index.training_calls
+    }
 
 
 def _scheduler_state(index: ModuleIndex, call: ast.Call) -> bool:

@@ -11,6 +11,7 @@ from ddpdoctor.lint.finding import Hit
 from ddpdoctor.lint.guards import rank0_only
 from ddpdoctor.lint.index import (
     DDP_NAMES,
+    FUNC_TYPES,
     UNKNOWN,
     ModuleIndex,
     argument_for,
@@ -125,6 +126,26 @@ def _reaching(index: ModuleIndex, name: ast.AST) -> list[ast.AST]:
     return [best[1]] if best else []
 
 
+def _not_later(index: ModuleIndex, use: ast.AST, values: list) -> list:
+    """The values less those assigned later in the use's own block, outside any loop: Cream's
+    `set_device(args.local_rank)` runs before `args.local_rank = dist.get_rank()` two lines
+    down, and reads the launcher's local rank."""
+    stmt = _statement(index, use)
+    if stmt is None or index.in_loop(stmt):
+        return values
+    block, at = index.parent(stmt), position(stmt)
+    return [
+        v
+        for v in values
+        if not (
+            isinstance(v, ast.AST)
+            and isinstance(assign := index.parent(v), ast.Assign)
+            and index.parent(assign) is block
+            and position(assign) > at
+        )
+    ]
+
+
 GLOBAL_RANK_CALLS = frozenset({"get_rank", "get_global_rank", "get_world_rank"})
 
 
@@ -195,7 +216,9 @@ def _rank_kind(index: ModuleIndex, expr: ast.AST, depth: int) -> set[str]:
     if isinstance(expr, ast.IfExp):  # `0 if not is_ddp else dist.get_rank()`
         return rank_kind(index, expr.body, depth + 1) | rank_kind(index, expr.orelse, depth + 1)
     if isinstance(expr, (ast.Name, ast.Attribute)):
-        values = _reaching(index, expr) or index.values_of(dotted(expr) or "", expr)
+        values = _reaching(index, expr) or _not_later(
+            index, expr, index.values_of(dotted(expr) or "", expr)
+        )
         if (
             isinstance(expr, ast.Name)
             and all(v is UNKNOWN for v in values)
@@ -216,6 +239,8 @@ def _rank_kind(index: ModuleIndex, expr: ast.AST, depth: int) -> set[str]:
             return {"local"}
         if not kinds and _global_elsewhere(index, expr):
             return {"global"}
+        if not kinds and values and not any(v is UNKNOWN for v in values):
+            return set()  # `device = torch.device("cuda" if cuda else "cpu")`: no rank at all
         return kinds or {"unknown"}
     return {"unknown"}
 
@@ -399,6 +424,7 @@ def _bare_cuda_without_set_device(index: ModuleIndex) -> list[Hit]:
     ]
     if not bare:
         return []
+    bare = [c for c in bare if not _dead(index, c)] or bare
     first = bare[0]
     wrap = _wrapped_without_device_ids(index, first)
     if wrap is not None:  # the mistake shows where DDP takes the model: as tune marks it
@@ -419,6 +445,19 @@ def _bare_cuda_without_set_device(index: ModuleIndex) -> list[Hit]:
         if ddp is not None and _wrapped_without_device_ids(index, call) is None:
             hits.append(Hit(call, "DDL004", f"{BARE_CUDA} (DDP takes it on line {ddp.lineno})"))
     return hits
+
+
+def _dead(index: ModuleIndex, node: ast.AST) -> bool:
+    """In a function of this file that nothing here calls, starts or names (a leftover
+    `fliplr` helper): the run never reaches it, so it is not where to show the mistake."""
+    scope = index.scope_of(node)
+    return (
+        isinstance(scope, FUNC_TYPES)
+        and index.scope_of(scope) is index.tree
+        and not index.call_sites.get(scope)
+        and scope not in index.entry_points
+        and scope.name not in index.name_loads
+    )
 
 
 BARE_CUDA = ".cuda() without a device index and no torch.cuda.set_device: every rank uses GPU 0"

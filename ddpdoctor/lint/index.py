@@ -821,6 +821,40 @@ class ModuleIndex:
                     )
         return entries
 
+    @cached_property
+    def run_after_set_up(self) -> set[ast.AST]:
+        """Functions of this file handed to a helper of the project that makes the group before
+        it runs what it is handed (`init_processes(0, size, train, args)`, or that helper as a
+        Process target): they start with the group up, though they start a run."""
+        if self.project is None:
+            return set()
+        from ddpdoctor.lint.project import external_effects
+
+        found: set[ast.AST] = set()
+        for call in self.calls:
+            target = spawn_target(call)
+            if isinstance(target, ast.Name) and last_name(call.func) == "Process":
+                handed = kwarg(call, "args")  # `Process(target=init_processes, args=(..., train))`
+                values = handed.elts if isinstance(handed, (ast.Tuple, ast.List)) else []
+                if target.id in self.functions or not self._imported_set_up(target.id):
+                    continue
+            elif "init" in (external_effects(self, call) or ()):
+                values = [*call.args, *(k.value for k in call.keywords)]
+            else:
+                continue
+            for value in values:
+                if isinstance(value, ast.Name):
+                    found.update(
+                        f for f in self.functions.get(value.id, ()) if not self.enclosing_class(f)
+                    )
+        return found
+
+    def _imported_set_up(self, name: str) -> bool:
+        """A name imported from the project whose function makes the group."""
+        from ddpdoctor.lint.project import ref_effects
+
+        return "init" in (ref_effects(self, ("name", name)) or ())
+
     def closure(self, seeds: set[ast.AST]) -> set[ast.AST]:
         """Functions in seeds plus every function that (transitively) calls one of them."""
         found = set(seeds)

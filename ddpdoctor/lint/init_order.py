@@ -392,7 +392,7 @@ def check(index: ModuleIndex) -> list[Hit]:
     order = _InitOrder(index)
     # Where a process starts without a group: the module, spawned workers and entry points,
     # and any function that sets the group up itself (what comes before its init is too soon).
-    starts = set(index.entry_points) - index.forked_children
+    starts = set(index.entry_points) - index.forked_children - index.run_after_set_up
     starts |= {index.scope_of(c) for c in inits}
     starts.discard(index.tree)
     roots = [index.tree, *sorted(starts, key=lambda f: f.lineno)]

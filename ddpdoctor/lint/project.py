@@ -1971,7 +1971,14 @@ def external_effects(index: ModuleIndex, call: ast.Call) -> frozenset[str] | Non
     if not _names_an_import(index, call):
         return _method_effects(index, call)
     ref = callee_ref(call)
-    if ref is None or (ref[0] == "name" and ref[1] not in index.from_imports):
+    return None if ref is None else ref_effects(index, ref)
+
+
+def ref_effects(index: ModuleIndex, ref: Ref) -> frozenset[str] | None:
+    """What the project function an imported name stands for does (`init_processes`, handed
+    as a Process target, or called); None when it is not one."""
+    project: Project | None = index.project
+    if project is None or (ref[0] == "name" and ref[1] not in index.from_imports):
         return None
     if ref[0] == "attr":
         head = ref[1].split(".", 1)[0]

@@ -320,13 +320,21 @@ def test_weights_the_program_does_not_save_are_a_warning() -> None:
     assert "(1 fail, 2 warn)" in report.text(found, 1)
 
 
-def test_a_schedulers_state_is_a_warning_beside_the_optimizers_failure() -> None:
-    """An optimizer's state holds GPU moments; a scheduler's, step counts: the same torch.load
-    without map_location is a failure for the one and a warning for the other."""
-    path = str(Path(__file__).parent.parent / "fixtures" / "lint" / "ddl004_scheduler_state.py")
-    found = lint_paths([path])
-    assert [(f.line, f.code, f.level) for f in found] == [
-        (21, "DDL004", "fail"),
-        (22, "DDL004", "warn"),
-    ]
-    assert "scheduler's state" in found[1].message
+@pytest.mark.parametrize(
+    ("fixture", "levels", "said"),
+    [
+        # An optimizer's state holds GPU moments; a scheduler's, step counts.
+        ("ddl004_scheduler_state.py", [(21, "fail"), (22, "warn")], "scheduler's state"),
+        # A resume in the training run; a load in a function that only evaluates (often one
+        # process).
+        ("ddl004_evaluation_load.py", [(14, "warn"), (21, "fail")], "evaluation pass"),
+    ],
+)
+def test_the_same_load_is_a_failure_in_one_place_and_a_warning_in_another(
+    fixture: str, levels: list[tuple[int, str]], said: str
+) -> None:
+    """The same torch.load without map_location: a failure where the file surely holds GPU
+    tensors that every rank loads, a warning where lint cannot tell."""
+    found = lint_paths([str(Path(__file__).parent.parent / "fixtures" / "lint" / fixture)])
+    assert [(f.line, f.code, f.level) for f in found] == [(n, "DDL004", lv) for n, lv in levels]
+    assert said in next(f.message for f in found if f.level == "warn")
