@@ -207,6 +207,8 @@ CONTAMINATED |= {(split, f"DDL00{n}") for split in SEEN_BY_2026_12_06 for n in r
 CONTAMINATED |= {("fresh20", f"DDL00{n}") for n in range(1, 6)}
 # Then, while listing the other parts' DDL006 misses, one of fresh20's was listed too.
 CONTAMINATED.add(("fresh20", "DDL006"))
+# Session 19 read every miss and false alarm of fresh21's first run (recorded in d040abc).
+CONTAMINATED |= {("fresh21", f"DDL00{n}") for n in range(8)}
 
 
 @dataclass
