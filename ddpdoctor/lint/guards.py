@@ -201,6 +201,8 @@ def distributed_test(test: ast.AST) -> bool:
         return False  # DataParallel: one process
     if name and (name in ("dist", "distributed") or any(w in name for w in NONDIST_WORDS)):
         return True
+    if _dist_switch(name):
+        return True
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         left, op, right = test.left, test.ops[0], test.comparators[0]
         if "world_size" in last_name(left).lower() and _int(right) == 1:
@@ -208,6 +210,16 @@ def distributed_test(test: ast.AST) -> bool:
         if _rankish(left) and _int(right) == -1:
             return isinstance(op, (ast.NotEq, ast.Gt))
     return False
+
+
+# `dist_url`, `dist_backend`: settings of a group, not a switch that asks for one.
+DIST_SETTINGS = frozenset({"url", "backend", "port", "addr", "address", "method", "file", "init"})
+
+
+def _dist_switch(name: str) -> bool:
+    """`args.dist_train`, `cfg.use_dist`: a flag with the word `dist` in its name."""
+    words = set(name.split("_"))
+    return "dist" in words and not words & DIST_SETTINGS
 
 
 GPU_COUNT_WORDS = ("ngpu", "n_gpu", "num_gpu", "gpus_per_node", "device_count", "nproc")
@@ -251,7 +263,7 @@ def single_process_branch(
                 if nondistributed_test(anc.test) or _one_process_or_refuted(anc.test, holds):
                     return True
                 holds.append(anc.test)
-            if not in_body and (distributed_test(anc.test) or _several_gpus_and(anc.test)):
+            if not in_body and else_runs_one_process(anc.test):
                 return True
             flag = _negated_flag(anc.test)
             if (in_body and dotted(anc.test) in refused) or (not in_body and flag in refused):
@@ -262,6 +274,12 @@ def single_process_branch(
             return True
         child = anc
     return False
+
+
+def else_runs_one_process(test: ast.AST) -> bool:
+    """The else of `if args.distributed:` or of `if args.dist_train and args.ngpu > 1:`: what
+    runs there is one process."""
+    return distributed_test(test) or _several_gpus_and(test)
 
 
 def _one_process_or_refuted(test: ast.AST, holds: list[ast.AST]) -> bool:

@@ -903,6 +903,8 @@ class ModuleIndex:
             return out
         if isinstance(expr, ast.NamedExpr):
             return self.origins(expr.value, _depth + 1)
+        if isinstance(expr, ast.Subscript) and isinstance(expr.value, (ast.Name, ast.Attribute)):
+            return self._item_origins(expr, _depth)
         if isinstance(expr, ast.Call):
             plain = isinstance(expr.func, ast.Name) and expr.func.id not in self.classes
             funcs = self.resolve_call(expr) if plain else []
@@ -917,6 +919,23 @@ class ModuleIndex:
         if isinstance(expr, (ast.Constant, ast.JoinedStr, ast.BinOp, ast.Compare)):
             return {expr}
         return {UNKNOWN}
+
+    def _item_origins(self, expr: ast.Subscript, _depth: int) -> set[Origin]:
+        """`samplers[x]` where `samplers = {x: DistributedSampler(sets[x]) for x in ...}` (or a
+        dict, list or tuple display): what its items may be."""
+        out: set[Origin] = set()
+        for value in self.values_of(dotted(expr.value) or "", expr.value) or [UNKNOWN]:
+            if isinstance(value, ast.DictComp):
+                items = [value.value]
+            elif isinstance(value, ast.Dict):
+                items = [v for v in value.values if v is not None]
+            elif isinstance(value, (ast.List, ast.Tuple, ast.ListComp)):
+                items = [value.elt] if isinstance(value, ast.ListComp) else value.elts
+            else:
+                return {UNKNOWN}
+            for item in items or [None]:
+                out |= self.origins(item, _depth + 1)
+        return out
 
 
 def position(node: ast.AST) -> tuple[int, int]:

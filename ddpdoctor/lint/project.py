@@ -14,7 +14,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from ddpdoctor.lint.files import read_bytes, skip_dir, unreadable_reason
-from ddpdoctor.lint.guards import else_off_rank0, implies_rank0, only_off_rank0, rank0_function
+from ddpdoctor.lint.guards import (
+    else_off_rank0,
+    else_runs_one_process,
+    implies_rank0,
+    only_off_rank0,
+    rank0_function,
+)
 from ddpdoctor.lint.index import (
     CHILD_FIELDS,
     FUNC_TYPES,
@@ -905,7 +911,7 @@ def _call_fact(facts: FuncFacts, node: ast.Call, func: ast.AST, names: set[str],
     elif last == "DistributedSampler" and _shuffling_train_sampler(node, func):
         facts.direct.add("dist_sampler")
     elif last.endswith("Sampler") and last not in PLAIN_SAMPLERS:
-        return True
+        return not _off_the_distributed_path(node, func)
     elif isinstance(callee, ast.Name) and callee.id in names:
         facts.local.add(callee.id)
     elif (ref := callee_ref(node)) is not None and ref[1].split(".", 1)[0] in imported:
@@ -913,6 +919,15 @@ def _call_fact(facts: FuncFacts, node: ast.Call, func: ast.AST, names: set[str],
     elif _calls_super(callee):
         facts.external.append((SUPER, last))  # its class is added by _of_class
     return False
+
+
+def _off_the_distributed_path(node: ast.AST, func: ast.AST) -> bool:
+    """In the else of `if args.dist_train and args.ngpu > 1:` (NeuralSpeech's balanced sampler
+    for one process): not what the DDP path gets, so no rival to its DistributedSampler."""
+    return any(
+        isinstance(holder, ast.If) and child in holder.orelse and else_runs_one_process(holder.test)
+        for holder, child in _enclosing_in(node, func)
+    )
 
 
 def _calls_super(func: ast.AST) -> bool:
