@@ -1741,8 +1741,12 @@ class Project:
     def _class_sets_up(self, mod: ModuleFacts, ref: Ref, called: set[str]) -> bool:
         """A class of the project (built or subclassed here) one of whose methods named in
         `called`, its own or inherited, may set the group up."""
-        if ref[1].split(".", 1)[0] not in mod.from_imports and ref[0] == "name":
-            return False
+        if (
+            ref[0] == "name"
+            and ref[1].split(".", 1)[0] not in mod.from_imports
+            and not any(key.startswith("*") for key in mod.from_imports)
+        ):
+            return False  # not imported, and no `from .base import *` it may come through
         if not ref[-1][:1].isupper():
             return False  # `utils.setup(...)`: a function (classes are named in CamelCase)
         found = self.resolve_class(mod, ref)
@@ -2016,6 +2020,8 @@ def _method_effects(index: ModuleIndex, call: ast.Call) -> frozenset[str] | None
     if type(func) is not ast.Attribute:
         return None
     recv = func.value  # type: ignore[attr-defined]
+    if type(recv) is ast.Name and recv.id == "self":
+        return _self_method_effects(index, call)
     if not (
         (type(recv) is ast.Name and _built_in_the_project(index, recv.id))
         or (
@@ -2028,6 +2034,21 @@ def _method_effects(index: ModuleIndex, call: ast.Call) -> frozenset[str] | None
     key = id(call)
     if key not in cache:
         found = _super_target(index, call) if _calls_super(func) else method_target(index, call)
+        cache[key] = None if found is None else index.project.effects(found[0], found[1])
+    return cache[key]
+
+
+def _self_method_effects(index: ModuleIndex, call: ast.Call) -> frozenset[str] | None:
+    """What `self.m()` does when `m` comes from a base class of the project; asked once per
+    class and method name."""
+    cls = index.enclosing_class(index.scope_of(call))
+    if cls is None or not cls.bases:
+        return None
+    cache: dict[tuple[int, str], frozenset[str] | None]
+    cache = index.__dict__.setdefault("_self_methods", {})
+    key = (id(cls), call.func.attr)  # type: ignore[attr-defined]
+    if key not in cache:
+        found = _inherited_self_method(index, call)
         cache[key] = None if found is None else index.project.effects(found[0], found[1])
     return cache[key]
 
@@ -2065,16 +2086,32 @@ def callee_module(index: ModuleIndex, call: ast.Call) -> str | None:
 def _super_target(index: ModuleIndex, call: ast.Call) -> tuple[ModuleFacts, str] | None:
     """`super().m(...)` in a method of a class of this file: the method (for `__init__`, the
     constructor) of the first of its bases that the project defines."""
-    project: Project = index.project
-    scope = index.scope_of(call)
-    cls = index.enclosing_class(scope)
-    if cls is None:
-        return None
+    cls = index.enclosing_class(index.scope_of(call))
+    return None if cls is None else _base_method(index, cls, call.func.attr)  # type: ignore[attr-defined]
+
+
+def _inherited_self_method(index: ModuleIndex, call: ast.Call) -> tuple[ModuleFacts, str] | None:
+    """`self.m(...)` in a method of a class of this file that does not define `m`: the method
+    it inherits from a base the project defines (ROMP's `self._build_model_()`, a Base
+    class's method that sets the group up)."""
+    cls = index.enclosing_class(index.scope_of(call))
     method = call.func.attr  # type: ignore[attr-defined]
+    if cls is None or any(isinstance(f, FUNC_TYPES) and f.name == method for f in cls.body):
+        return None
+    return _base_method(index, cls, method)
+
+
+def _base_method(index: ModuleIndex, cls: ast.ClassDef, method: str):
+    """The method (for `__init__`, the constructor) of the first base of a class of this
+    file that the project defines: imported by name, through a module, or by `import *`."""
+    project: Project = index.project
+    star = any(key.startswith("*") for key in index.from_imports)
     for base in filter(None, map(dotted, cls.bases)):
         head, _, attr = base.rpartition(".")
         ref = ("attr", head, attr) if head else ("name", base)
-        if ref[1].split(".", 1)[0] not in index.from_imports | index.module_imports:
+        if ref[1].split(".", 1)[0] not in index.from_imports | index.module_imports and not (
+            star and not head
+        ):
             continue
         found = project.resolve_class(_as_module(index), ref)
         if found is None:
@@ -2102,8 +2139,11 @@ def project_target(index: ModuleIndex, call: ast.Call) -> tuple[ModuleFacts, str
     """The project function (its module's facts, its name) a call into another module names;
     None for a library, a method or a name we cannot follow."""
     ref = callee_ref(call)
-    if index.project is None or ref is None or not _names_an_import(index, call):
+    if index.project is None or ref is None:
         return None
+    if not _names_an_import(index, call):
+        own = isinstance(call.func, ast.Attribute) and dotted(call.func.value) == "self"
+        return _inherited_self_method(index, call) if own else None
     return index.project.resolve(_as_module(index), ref)
 
 

@@ -687,7 +687,8 @@ def _unguarded_twins(index: ModuleIndex, skip: set[int] | None = None) -> list[H
         text = dotted(call.func)
         if text is None or not _saves(index, call) or index.resolve_call(call):
             continue
-        if external_effects(index, call) is not None or rank0_name(call.func):
+        own = isinstance(call.func, ast.Attribute) and dotted(call.func.value) == "self"
+        if (external_effects(index, call) is not None and not own) or rank0_name(call.func):
             continue  # a project helper is judged by what it does; save_on_master guards itself
         by_text.setdefault(text, []).append(call)
     hits: list[Hit] = []
