@@ -425,6 +425,33 @@ def _parameter_default(func: ast.AST, name: str) -> ast.expr | None:
     return defaults.get(name)
 
 
+RANK_PARAM = "rank_param:"  # a fact: `<name>:<position>`, a rank test on a parameter (see below)
+
+
+def _rank_parameter(test: ast.AST, func: ast.AST) -> str | None:
+    """`if local_rank != 0: return` where `local_rank` is a parameter that defaults to 0
+    (NeuralSpeech's `torch_save(model, path, optimizer=None, local_rank=0)`): a caller that
+    leaves it out gets rank 0's branch on every rank. The fact names the parameter and its
+    position, for the call to be read (see passes_parameter)."""
+    names = [n for n in ast.walk(test) if isinstance(n, ast.Name)]
+    if len(names) != 1:
+        return None
+    default = _parameter_default(func, names[0].id)
+    if not (isinstance(default, ast.Constant) and default.value == 0):
+        return None
+    args = func.args  # type: ignore[attr-defined]
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+    where = positional.index(names[0].id) if names[0].id in positional else -1
+    return f"{RANK_PARAM}{names[0].id}:{where}"
+
+
+def passes_parameter(call: ast.Call, fact: str, prefix: str) -> bool:
+    """The call hands over the parameter a `<prefix><name>:<position>` fact names."""
+    name, _, where = fact[len(prefix) :].rpartition(":")
+    at = int(where)
+    return any(k.arg == name for k in call.keywords) or 0 <= at < len(call.args)
+
+
 # Environment variables that name this process's rank before any group exists.
 ENV_RANKS = frozenset({"RANK", "LOCAL_RANK", "SLURM_PROCID", "SLURM_LOCALID", "PMI_RANK"})
 ENV_RANKS |= {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"}
@@ -999,6 +1026,8 @@ def _function_facts(
                 into.direct.add("rank_aware")
                 if root is func:
                     rank_ifs.append(node)
+                    if (param := _rank_parameter(node.test, func)) is not None:
+                        into.direct.add(param)
         if into is not facts:
             _merge_part(facts, into)
     body = getattr(func, "body", [])

@@ -30,11 +30,13 @@ from ddpdoctor.lint.project import (
     LIBRARY_WRITES,
     LOG_SUFFIXES,
     NAMES_LOG,
+    RANK_PARAM,
     external_effects,
     imported_name,
     may_write,
     method_target,
     open_mode,
+    passes_parameter,
     passes_rank,
     passes_switch,
     program_effects,
@@ -590,7 +592,7 @@ def _writing_helper(index: ModuleIndex, call: ast.Call) -> bool:
     rank (`save_model(args, model)` doing torch.save, `init_logger(log_file_path=out)`)."""
     effects = external_effects(index, call) or ()
     if index.resolve_call(call) or not (
-        may_write(effects) or _given_log_file(index, call, effects)
+        may_write(effects) or _given_log_file(index, call, effects) or _rank_left_out(index, call)
     ):
         return False
     if not _writes_itself(index, call):
@@ -605,6 +607,17 @@ def _writing_helper(index: ModuleIndex, call: ast.Call) -> bool:
     if rank0_goes_first(index, call):
         return False  # a download or cache that rank 0 fills first, the others then read
     return not _in_handler(index, call)  # `except: save_batch(b); raise`: the failing rank's
+
+
+def _rank_left_out(index: ModuleIndex, call: ast.Call) -> bool:
+    """A helper that writes in its own body under a test of a rank parameter defaulting to 0,
+    called without that parameter: its rank-0 branch runs on every rank."""
+    found = project_target(index, call)
+    facts = found[0].functions.get(found[1]) if found else None
+    if facts is None or "writes" not in facts.direct:
+        return False
+    params = [f for f in facts.direct if f.startswith(RANK_PARAM)]
+    return bool(params) and not any(passes_parameter(call, f, RANK_PARAM) for f in params)
 
 
 def _writing_method(index: ModuleIndex, call: ast.Call) -> bool:
@@ -635,6 +648,7 @@ def _helper_writes(index: ModuleIndex) -> list[Hit]:
     a project class."""
     effects = program_effects(index)
     helpers = bool({"opens_log", NAMES_LOG} & effects) or may_write(effects)
+    helpers = helpers or any(e.startswith(RANK_PARAM) for e in effects)
     hits: list[Hit] = []
     for call in index.calls:
         if not (
