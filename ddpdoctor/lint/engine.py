@@ -353,6 +353,7 @@ def lint_files(
     project = Project(root or find_root(files)) if files else None
     if project is not None:
         project.pending = {os.path.abspath(f) for f in files}
+        project.given = frozenset(project.pending)
     findings: list[LintFinding] = []
     # Trees and indexes hold no reference cycles (parents live in an id() map), so the cycle
     # collector has nothing to find here; paused, it stops re-scanning every live tree.

@@ -892,11 +892,20 @@ def _last(func: ast.AST) -> str:
     return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
-def _call_fact(facts: FuncFacts, node: ast.Call, func: ast.AST, names: set[str], imported) -> bool:
+def _call_fact(
+    facts: FuncFacts,
+    node: ast.Call,
+    func: ast.AST,
+    names: set[str],
+    imported,
+    aliases: dict[str, str] | None = None,
+) -> bool:
     """Record what one call in `func` does; True when it is a sampler other than the plain
-    ones (see _finish)."""
+    ones (see _finish). `aliases`: names the function binds to a set-up call (see _aliases)."""
     callee = node.func
     last = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
+    if aliases and last in aliases and type(callee) is ast.Name:
+        last = aliases[last]
     effect = DIRECT.get(last)
     if effect:
         if effect != "destroy" or destroys_default_group(node):  # not of a subgroup
@@ -904,6 +913,11 @@ def _call_fact(facts: FuncFacts, node: ast.Call, func: ast.AST, names: set[str],
         first = node.args[0] if node.args else None
         if effect == "spawns" and isinstance(first, ast.Name) and first.id in names:
             facts.spawned.add(first.id)
+    elif last == "Process" and type(target := kwarg(node, "target")) is ast.Name:
+        # `mp.Process(target=run, ...)` started per GPU (old fairseq's multiprocessing_train)
+        if target.id in names:  # type: ignore[union-attr]
+            facts.direct.add("spawns")
+            facts.spawned.add(target.id)  # type: ignore[union-attr]
     elif last in LOG_SETUP:
         ranked = passes_rank(node) or _per_rank_log_file(node, func) or _level_by_rank(node)
         facts.direct.add("rank_logging" if ranked else "log_setup")
@@ -957,6 +971,28 @@ def _off_the_distributed_path(node: ast.AST, func: ast.AST) -> bool:
     )
 
 
+def _aliases(nodes: list[ast.AST]) -> dict[str, str]:
+    """Names bound only to set-up calls (`init_fn = dist_c10d.init_process_group` in one
+    branch, the no-c10d one in the other, then `init_fn(...)`: old fairseq's
+    distributed_init): the name the calls stand for."""
+    bound: dict[str, set[str]] = {}
+    for node in nodes:
+        if type(node) is not ast.Assign or len(node.targets) != 1:  # type: ignore[attr-defined]
+            continue
+        target, value = node.targets[0], node.value  # type: ignore[attr-defined]
+        if type(target) is not ast.Name:
+            continue
+        sides = [value.body, value.orelse] if type(value) is ast.IfExp else [value]
+        for side in sides:
+            last = _last(side) if type(side) in (ast.Attribute, ast.Name) else ""
+            bound.setdefault(target.id, set()).add(last)
+    return {
+        name: next(iter(lasts))
+        for name, lasts in bound.items()
+        if len(lasts) == 1 and next(iter(lasts)) in DIRECT
+    }
+
+
 def _calls_super(func: ast.AST) -> bool:
     """`super().m` (or `super(Cls, self).m`)."""
     return (
@@ -1001,9 +1037,11 @@ def _function_facts(
     rank_ifs: list[ast.If] = []
     for root in (func, *parts):
         into = facts if root is func else FuncFacts()
-        for node in _nodes(root):
+        nodes = _nodes(root)
+        aliases = _aliases(nodes)
+        for node in nodes:
             if isinstance(node, ast.Call):
-                other_samplers |= _call_fact(into, node, func, names, imported)
+                other_samplers |= _call_fact(into, node, func, names, imported, aliases)
                 if root is func and _last(node.func) in LOG_SETUP:
                     setups.append(node)
             elif isinstance(node, ast.Assign):
@@ -1251,6 +1289,7 @@ class Project:
         self.parsed: set[str] = set()  # files parsed here without error: no need to again
         self.trees: dict[str, ast.Module] = {}  # of those, the ones the checks will read
         self.pending: set[str] = set()  # files the engine is still to lint (absolute paths)
+        self.given: frozenset[str] = frozenset()  # every file the engine lints (absolute)
         self.indexes: dict[str, ModuleIndex | None] = {}  # see index_of
 
     # -- files --------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from ddpdoctor.lint.project import (
     external_effects,
     method_target,
     program_effects,
+    project_target,
 )
 
 TEARDOWN_WORDS = ("destroy", "cleanup", "clean_up", "teardown", "shutdown", "finalize")
@@ -75,7 +76,8 @@ def check(index: ModuleIndex) -> list[Hit]:
         else:
             where = "at the end of training"
         hits.append(_hit(index, rest[0], where, rest))
-    return hits
+    told = {id(h.node) for h in hits}
+    return hits + [h for h in _launched_without_destroy(index) if id(h.node) not in told]
 
 
 def _launched_without_destroy(index: ModuleIndex) -> list[Hit]:
@@ -92,6 +94,18 @@ def _launched_without_destroy(index: ModuleIndex) -> list[Hit]:
             continue
         first = call.args[0] if call.args else None
         if not isinstance(first, ast.Name) or first.id not in index.functions:
+            if _workers_told_elsewhere(index, call):
+                continue
+            if not any(isinstance(a, ast.Name) and a.id in index.functions for a in call.args):
+                # `multiprocessing_main(args)`: the launcher's own workers make the group
+                hits.append(
+                    Hit(
+                        call,
+                        "DDL007",
+                        f"the processes {callee_label(call)}() starts make a process group and "
+                        "never tear it down: call dist.destroy_process_group() when each ends",
+                    )
+                )
             continue
         handed = [f for f in index.functions[first.id] if not index.enclosing_class(f)]
         if not handed or any(_destroys(index, index.reachable(f)) for f in handed):
@@ -106,6 +120,14 @@ def _launched_without_destroy(index: ModuleIndex) -> list[Hit]:
             )
         )
     return hits
+
+
+def _workers_told_elsewhere(index: ModuleIndex, call: ast.Call) -> bool:
+    """The launcher's module is linted too: its workers' missing teardown is told there, where
+    they set the group up, and not again at this call."""
+    found = project_target(index, call)
+    project: Project | None = index.project
+    return found is not None and project is not None and found[0].path in project.given
 
 
 def _set_up_call_in(index: ModuleIndex, worker: ast.AST, init: ast.Call) -> ast.Call:

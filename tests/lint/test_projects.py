@@ -312,3 +312,17 @@ def test_a_helper_that_falls_back_to_one_process_makes_info_findings() -> None:
     ]
     assert all("misc.init_distributed_mode() (line 14)" in f.message for f in found)
     assert all("plain `python` run raises" in f.message for f in found)
+
+
+def test_a_launchers_workers_are_told_at_its_call_when_its_module_is_not_linted() -> None:
+    """process_starter's workers make a group and never leave it. Linted as a folder, that is
+    told where they set it up (trainer.py); the script linted alone tells it at its call of
+    the launcher, once."""
+    folder = PROJECTS / "process_starter"
+    alone = lint_paths([str(folder / "train.py")], root=str(folder))
+    assert [(Path(f.path).name, f.line, f.code) for f in alone] == [("train.py", 10, "DDL007")]
+    assert "starts make a process group and never tear it down" in alone[0].message
+    whole = lint_paths([str(folder)], root=str(folder))
+    assert [(Path(f.path).name, f.line) for f in whole if f.code == "DDL007"] == [
+        ("trainer.py", 18)
+    ]
