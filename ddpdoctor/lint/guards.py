@@ -43,6 +43,7 @@ EXITS = (ast.Return, ast.Continue, ast.Break, ast.Raise)
 
 # Whole names that hold a rank: `gpu` in the ImageNet example, `proc_id` in Slurm helpers.
 RANK_NAMES = frozenset({"gpu", "gpu_id", "device_id", "local_gpu", "process_id", "proc_id"})
+RANK_NAMES |= {"gpu_index", "gpu_idx"}  # monosdf's `self.GPU_INDEX == 0`
 
 
 def _rankish(expr: ast.AST) -> bool:

@@ -194,6 +194,8 @@ EFFECT_WORDS += ("np.save", "numpy.save")
 EFFECT_WORDS += ("basicConfig", "setLevel")
 EFFECT_WORDS += ("wandb.init",)  # a helper that starts the tracker's run (setup_wandb(args))
 EFFECT_WORDS += (".spawn(", "start_processes")  # a launcher of the project (see DIRECT)
+EFFECT_WORDS += ("Process(target",)  # one that starts `mp.Process(target=run)` per GPU
+EFFECT_WORDS += ("save_image(", "savefig(", "imwrite(", "imsave(")  # a helper saving images
 EFFECT_BYTES = tuple(w.encode() for w in EFFECT_WORDS)
 # A class at the top of a module, told from the text of a module left unparsed (see put_off).
 CLASS_LINE = re.compile(r"^class\s", re.M)
@@ -204,6 +206,29 @@ LOG_SETUP = ("basicConfig", "setLevel")
 # local_rank == -1 else DistributedSampler(ds)`).
 PLAIN_SAMPLERS = ("RandomSampler", "SequentialSampler", "SubsetRandomSampler")
 PLAIN_SAMPLERS += ("WeightedRandomSampler", "BatchSampler", "DistributedSampler")
+
+
+# Calls that save an image or a figure (torchvision's save_image, matplotlib's savefig,
+# OpenCV's and imageio's imwrite).
+IMAGE_WRITERS = frozenset({"save_image", "savefig", "imwrite", "imsave"})
+
+
+def image_path(call: ast.Call) -> ast.expr | None:
+    """The file an image writer writes: save_image's second argument (`fp`), else the first."""
+    if _last(call.func) == "save_image":
+        return call.args[1] if len(call.args) > 1 else kwarg(call, "fp")
+    return call.args[0] if call.args else kwarg(call, "fname")
+
+
+def _writes_one_image(call: ast.Call, func: ast.AST) -> bool:
+    """A helper's image save to one path whoever calls (`save_image(samples, f"{out}/step_
+    {step}.png")`): not a path named by the rank, nor one per data item of a loop."""
+    path = image_path(call)
+    return (
+        path is not None
+        and not _names_rank(path)
+        and not per_item_path(path, _loops_around(call, func))
+    )
 
 
 # Made in a helper, these open a file of their own (a log file, TensorBoard's event file).
@@ -943,6 +968,8 @@ def _call_fact(
         and not per_item_path(written_path(node), _loops_around(node, func))
     ):
         facts.direct.add(_optional_switch(node, func) or "writes")
+    elif last in IMAGE_WRITERS and _writes_one_image(node, func):
+        facts.direct.add(_optional_switch(node, func) or "writes")  # `save_image(grid, path)`
     elif last in FILE_MAKERS and _fixed_file(node):
         facts.direct.add("writes")  # `FileHandler("log.txt")`: one file, whoever calls
     elif last in FILE_MAKERS and _names_its_log(node, func):

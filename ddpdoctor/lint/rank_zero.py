@@ -27,11 +27,13 @@ from ddpdoctor.lint.index import (
     position,
 )
 from ddpdoctor.lint.project import (
+    IMAGE_WRITERS,
     LIBRARY_WRITES,
     LOG_SUFFIXES,
     NAMES_LOG,
     RANK_PARAM,
     external_effects,
+    image_path,
     imported_name,
     may_write,
     method_target,
@@ -69,7 +71,6 @@ def _mentions_rank(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> 
     return False
 
 
-IMAGE_WRITERS = frozenset({"save_image", "savefig", "imwrite", "imsave"})
 WRITE_CALLS = ("save", "open", "SummaryWriter", "FileHandler", "init", "log", "basicConfig")
 WRITE_CALLS += ("add",)  # loguru's `logger.add(sink)`
 WRITE_CALLS += tuple(IMAGE_WRITERS)
@@ -121,9 +122,9 @@ def _written_path(index: ModuleIndex, call: ast.Call) -> ast.expr | None:
         return call.args[at] if len(call.args) > at else kwarg(call, ("file", "dst")[at])
     if qual == "torch.save":
         return call.args[1] if len(call.args) > 1 else kwarg(call, "f")
-    if name == "save_image":
-        return call.args[1] if len(call.args) > 1 else kwarg(call, "fp")
-    if name in ("open", *IMAGE_WRITERS):
+    if name in IMAGE_WRITERS:
+        return image_path(call)
+    if name == "open":
         return call.args[0] if call.args else None
     return None
 
@@ -701,9 +702,8 @@ def _unguarded_twins(index: ModuleIndex, skip: set[int] | None = None) -> list[H
         text = dotted(call.func)
         if text is None or not _saves(index, call) or index.resolve_call(call):
             continue
-        own = isinstance(call.func, ast.Attribute) and dotted(call.func.value) == "self"
-        if (external_effects(index, call) is not None and not own) or rank0_name(call.func):
-            continue  # a project helper is judged by what it does; save_on_master guards itself
+        if _judged_by_itself(index, call) or rank0_name(call.func):
+            continue  # a writing helper is judged by what it does; save_on_master guards itself
         by_text.setdefault(text, []).append(call)
     hits: list[Hit] = []
     for text, calls in by_text.items():
@@ -713,6 +713,8 @@ def _unguarded_twins(index: ModuleIndex, skip: set[int] | None = None) -> list[H
         for call in calls:
             if call in guarded or id(call) in (skip or ()) or every_rank_call(index, call) is False:
                 continue
+            if any(_mentions_rank(index, a) for a in _path_args(call)):
+                continue  # `save(filename=f"bad-model-{rank}.pt")`: a file of its own per rank
             hits.append(
                 Hit(
                     call,
@@ -722,6 +724,18 @@ def _unguarded_twins(index: ModuleIndex, skip: set[int] | None = None) -> list[H
                 )
             )
     return hits
+
+
+def _judged_by_itself(index: ModuleIndex, call: ast.Call) -> bool:
+    """A project helper whose writes lint reads (judged by the writing-helper rule), or that
+    tests the rank itself (3detr's save_checkpoint returns unless is_primary()): its guard, or
+    none, is its own, whatever its callers do."""
+    effects = external_effects(index, call)
+    if effects is None:
+        return False
+    found = project_target(index, call)
+    facts = found[0].functions.get(found[1]) if found else None
+    return may_write(effects) or (facts is not None and bool(RANK_FACTS & facts.direct))
 
 
 def _init_points(index: ModuleIndex) -> list[ast.Call]:
