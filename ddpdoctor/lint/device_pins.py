@@ -532,6 +532,14 @@ def _hard_coded_device(index: ModuleIndex) -> list[Hit]:
                 else 'torch.device("cuda") with no set_device'
             )
             message = f"{what} as the training device: every rank uses GPU 0 (use LOCAL_RANK)"
+            if _in_evaluation(index, call):
+                # VITS's `evaluate()`, which rank 0 alone runs where it is called at all
+                message = (
+                    f"{what} in an evaluation pass: right if rank 0 alone evaluates, else every "
+                    "rank evaluates on GPU 0 (a warning: lint cannot tell who calls it)"
+                )
+                hits.append(Hit(call, "DDL004", message, level="warn"))
+                continue
         hits.append(Hit(call, "DDL004", message))
     return hits
 
@@ -742,6 +750,19 @@ def _one_gpu_per_plain_process(index: ModuleIndex) -> bool:
     return False
 
 
+def _pinned_before(index: ModuleIndex, scope: ast.AST, sets: list[ast.Call], node: ast.AST) -> bool:
+    """A set_device (or a call of this scope that runs one) before the node, on every path
+    that reaches it (the `if`s it sits under hold the node's too)."""
+    tests = _branches(index, node, split_ands=True)
+    return any(
+        position(s) < position(node) and _branches(index, s, split_ands=True) <= tests for s in sets
+    ) or any(
+        "set_device" in call_effects(index, c)
+        for c in index.calls_by_scope.get(id(scope), ())
+        if position(c) < position(node) and _branches(index, c, split_ands=True) <= tests
+    )
+
+
 def _ddp_on_uncovered_path(index: ModuleIndex) -> list[Hit]:
     sets = index.calls_named("set_device")
     hits: list[Hit] = []
@@ -751,36 +772,31 @@ def _ddp_on_uncovered_path(index: ModuleIndex) -> list[Hit]:
         scope = index.scope_of(call)
         module = call.args[0]
         here = _branches(index, call)
-        moved = (
-            _bare_cuda(module)
-            or any(
-                _bare_cuda(v)
-                for v in index.values_of(dotted(module) or "", module)
-                if isinstance(v, ast.AST) and _may_reach(index, v, call, here)
-            )
-            or any(
-                index.scope_of(m) is scope
-                and dotted(m.func.value) == dotted(module)
-                and not m.args
-                and position(m) < position(call)
-                for m in index.calls_named("cuda")
-                if isinstance(m.func, ast.Attribute)
-            )
-        )
-        if not moved or not sets:
+        moves: list[ast.AST] = [call] if _bare_cuda(module) else []
+        moves += [
+            v
+            for v in index.values_of(dotted(module) or "", module)
+            if isinstance(v, ast.AST) and _bare_cuda(v) and _may_reach(index, v, call, here)
+        ]
+        moves += [
+            m
+            for m in index.calls_named("cuda")
+            if isinstance(m.func, ast.Attribute)
+            and index.scope_of(m) is scope
+            and dotted(m.func.value) == dotted(module)
+            and not m.args
+            and position(m) < position(call)
+        ]
+        if not moves or not sets:
             continue
         if any(index.scope_of(s) is not scope for s in sets):
             continue  # set_device elsewhere (a caller may run it first): cannot tell
-        tests = _branches(index, call, split_ands=True)
-        covered = any(
-            position(s) < position(call) and _branches(index, s, split_ands=True) <= tests
-            for s in sets
-        ) or any(
-            "set_device" in call_effects(index, c)
-            for c in index.calls_by_scope.get(id(scope), ())
-            if position(c) < position(call) and _branches(index, c, split_ands=True) <= tests
+        # Covered where DDP takes the model, or wherever the model goes to the GPU (ATPESC's
+        # `if args.device == "gpu":` pins, and a later `if args.device == "gpu":` moves).
+        moved_pinned = call not in moves and all(
+            _pinned_before(index, scope, sets, m) for m in moves
         )
-        if not covered:
+        if not moved_pinned and not _pinned_before(index, scope, sets, call):
             hits.append(
                 Hit(
                     call,

@@ -11,7 +11,6 @@ from ddpdoctor.lint.finding import Hit
 from ddpdoctor.lint.guards import rank0_only
 from ddpdoctor.lint.index import (
     DDP_NAMES,
-    FUNC_TYPES,
     UNKNOWN,
     ModuleIndex,
     argument_for,
@@ -424,7 +423,8 @@ def _bare_cuda_without_set_device(index: ModuleIndex) -> list[Hit]:
     ]
     if not bare:
         return []
-    bare = [c for c in bare if not _dead(index, c)] or bare
+    # The first one a run reaches (not Person_reID's leftover `fliplr`), to show the mistake.
+    bare = [c for c in bare if not index.unreached(c, library_too=True)] or bare
     first = bare[0]
     wrap = _wrapped_without_device_ids(index, first)
     if wrap is not None:  # the mistake shows where DDP takes the model: as tune marks it
@@ -445,19 +445,6 @@ def _bare_cuda_without_set_device(index: ModuleIndex) -> list[Hit]:
         if ddp is not None and _wrapped_without_device_ids(index, call) is None:
             hits.append(Hit(call, "DDL004", f"{BARE_CUDA} (DDP takes it on line {ddp.lineno})"))
     return hits
-
-
-def _dead(index: ModuleIndex, node: ast.AST) -> bool:
-    """In a function of this file that nothing here calls, starts or names (a leftover
-    `fliplr` helper): the run never reaches it, so it is not where to show the mistake."""
-    scope = index.scope_of(node)
-    return (
-        isinstance(scope, FUNC_TYPES)
-        and index.scope_of(scope) is index.tree
-        and not index.call_sites.get(scope)
-        and scope not in index.entry_points
-        and scope.name not in index.name_loads
-    )
 
 
 BARE_CUDA = ".cuda() without a device index and no torch.cuda.set_device: every rank uses GPU 0"

@@ -152,7 +152,7 @@ def nondistributed_test(test: ast.AST) -> bool:
         if _asks_dist_available(test.operand):
             return True  # `not dist.is_available()`: no torch.distributed, so one process
         name = _flag_name(test.operand)  # `not args.distributed`, `not cfg["distributed"]`
-        return name == "dist" or any(w in name for w in NONDIST_WORDS)
+        return name == "dist" or any(w in name for w in NONDIST_WORDS) or _dist_switch(name)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         left, op, right = test.left, test.ops[0], test.comparators[0]
         name = last_name(left.func if isinstance(left, ast.Call) else left).lower()

@@ -763,6 +763,21 @@ class ModuleIndex:
                 found.update(funcs)
         return found
 
+    def unreached(self, node: ast.AST, library_too: bool = False) -> bool:
+        """In a function of a script (a main block) that nothing here calls, starts or names
+        (an `evaluate` whose only call is commented out): no run of it reaches there. A module
+        without a main block may be a library, whose functions are called from elsewhere:
+        counted only when asked (`library_too`)."""
+        scope = self.scope_of(node)
+        return (
+            (self.has_main_guard or library_too)
+            and isinstance(scope, FUNC_TYPES)
+            and self.scope_of(scope) is self.tree
+            and not self.call_sites.get(scope)
+            and scope not in self.entry_points
+            and scope.name not in self.name_loads
+        )
+
     def handed_over(self, name: str) -> bool:
         """The function (or class) is passed to another call as a value (`Process(target=
         init_processes, args=(rank, size, main, args))`): whoever gets it runs it, after its own
