@@ -209,6 +209,8 @@ CONTAMINATED |= {("fresh20", f"DDL00{n}") for n in range(1, 6)}
 CONTAMINATED.add(("fresh20", "DDL006"))
 # Session 19 read every miss and false alarm of fresh21's first run (recorded in d040abc).
 CONTAMINATED |= {("fresh21", f"DDL00{n}") for n in range(8)}
+# ... and of fresh22's first run (recorded in 12ced90).
+CONTAMINATED |= {("fresh22", f"DDL00{n}") for n in range(8)}
 
 
 @dataclass
