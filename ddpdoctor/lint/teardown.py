@@ -240,7 +240,16 @@ def _of_a_value(call: ast.Call) -> bool:
 
 
 def _is_script(index: ModuleIndex, inits: list[ast.Call]) -> bool:
-    return index.has_main_guard or any(index.scope_of(c) is index.tree for c in inits)
+    """A main block, or a set-up the module runs at its top level, itself or through a
+    function of its own (`setup_ddp("nccl")` below its def, in an MPI course script)."""
+    if index.has_main_guard or any(index.scope_of(c) is index.tree for c in inits):
+        return True
+    holders = {index.scope_of(c) for c in inits}
+    return any(
+        index.scope_of(site) is index.tree
+        for holder in holders
+        for site in index.call_sites.get(holder, ())
+    )
 
 
 def _destroys(index: ModuleIndex, reach: set[ast.AST]) -> bool:
