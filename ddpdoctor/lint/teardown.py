@@ -104,6 +104,7 @@ def _launched_without_destroy(index: ModuleIndex) -> list[Hit]:
                         "DDL007",
                         f"the processes {callee_label(call)}() starts make a process group and "
                         "never tear it down: call dist.destroy_process_group() when each ends",
+                        _workers_set_up(index, call),
                     )
                 )
             continue
@@ -128,6 +129,24 @@ def _workers_told_elsewhere(index: ModuleIndex, call: ast.Call) -> bool:
     found = project_target(index, call)
     project: Project | None = index.project
     return found is not None and project is not None and found[0].path in project.given
+
+
+def _workers_set_up(index: ModuleIndex, call: ast.Call) -> tuple[tuple[str, int, str], ...]:
+    """Where the workers the launcher starts set the group up, in its module (pycls's
+    `multi_proc_run` starts `run`, whose set-up call is the line to pair a destroy with)."""
+    found = project_target(index, call)
+    project: Project | None = index.project
+    module = project.index_of(found[0].path) if found and project else None
+    if module is None:
+        return ()
+    places: list[tuple[str, int, str]] = []
+    for worker in sorted(_workers(module, module.all_init_calls), key=position):
+        own = [c for c in module.all_init_calls if module.scope_of(c) in module.reachable(worker)]
+        if own:
+            where = _set_up_call_in(module, worker, own[0])
+            name = getattr(worker, "name", "the worker")
+            places.append((found[0].path, where.lineno, f"where {name}() sets the group up"))  # type: ignore[index]
+    return tuple(places[:1])
 
 
 def _set_up_call_in(index: ModuleIndex, worker: ast.AST, init: ast.Call) -> ast.Call:

@@ -322,6 +322,8 @@ def test_a_launchers_workers_are_told_at_its_call_when_its_module_is_not_linted(
     alone = lint_paths([str(folder / "train.py")], root=str(folder))
     assert [(Path(f.path).name, f.line, f.code) for f in alone] == [("train.py", 10, "DDL007")]
     assert "starts make a process group and never tear it down" in alone[0].message
+    (place,) = alone[0].related  # where the workers set the group up, to pair a destroy with
+    assert (Path(place.path).name, place.line) == ("trainer.py", 18)
     whole = lint_paths([str(folder)], root=str(folder))
     assert [(Path(f.path).name, f.line) for f in whole if f.code == "DDL007"] == [
         ("trainer.py", 18)
