@@ -2196,7 +2196,9 @@ def _inherited_self_method(index: ModuleIndex, call: ast.Call) -> tuple[ModuleFa
     return _base_method(index, cls, method)
 
 
-def _base_method(index: ModuleIndex, cls: ast.ClassDef, method: str):
+def _base_method(
+    index: ModuleIndex, cls: ast.ClassDef, method: str
+) -> tuple[ModuleFacts, str] | None:
     """The method (for `__init__`, the constructor) of the first base of a class of this
     file that the project defines: imported by name, through a module, or by `import *`."""
     project: Project = index.project
