@@ -212,6 +212,19 @@ def _launcher_only(index: ModuleIndex, call: ast.Call) -> bool:
     )
 
 
+def _in_the_spawner(index: ModuleIndex, call: ast.Call) -> bool:
+    """In the function that starts the workers (`mp.spawn(train, ...)` in `main`), and not one
+        started itself: the launching process runs it once, before the workers exist. Also through
+    a launcher of the project (gns's `distribute.spawn_train(train, ...)`)."""
+    func = index.scope_of(call)
+    if not isinstance(func, FUNC_TYPES) or func in index.spawn_targets:
+        return False
+    return any(
+        index.callee_name(c) in SPAWN_CALLS or "spawns" in call_effects(index, c)
+        for c in index.calls_by_scope.get(id(func), ())
+    )
+
+
 def _shadowed(index: ModuleIndex, call: ast.Call) -> bool:
     """In a top-level function that a later `def` of the same name replaces: nothing can call
     it (RepVGG's utils.py defines `load_checkpoint` twice)."""
@@ -485,6 +498,8 @@ def _device_literal(index: ModuleIndex, call: ast.Call) -> str | None:
     """'cuda:0' / 'cuda' when this call pins a device by a literal, else None."""
     name = index.callee_name(call)
     if name == "device" and index.qualname(call.func) == "torch.device":
+        if isinstance(index.parent(call), ast.Compare):
+            return None  # `if device == torch.device("cuda"):` asks which device, picks none
         text = _str(_gpu_side(call.args[0])) if call.args else None
         if text == "cuda" and len(call.args) > 1:
             return None  # torch.device("cuda", local_rank)
@@ -520,6 +535,8 @@ def _hard_coded_device(index: ModuleIndex) -> list[Hit]:
             continue  # one process, or rank 0's own work: GPU 0 is its GPU
         if _fewer_gpus_branch(index, call):
             continue  # `if device_count() < world_size:` ranks share GPUs on purpose
+        if _launcher_only(index, call) or _in_the_spawner(index, call):
+            continue  # the launching process's own choice, made once (gns's `main` spawns)
         if index.callee_name(call) == "load":
             message = (
                 f'torch.load with map_location="{text}": every rank loads the checkpoint onto '
