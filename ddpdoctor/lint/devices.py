@@ -424,7 +424,7 @@ def _bare_cuda_without_set_device(index: ModuleIndex) -> list[Hit]:
     if not bare:
         return []
     # The first one a run reaches (not Person_reID's leftover `fliplr`), to show the mistake.
-    bare = [c for c in bare if not index.unreached(c, library_too=True)] or bare
+    bare = [c for c in bare if not index.unread(index.scope_of(c))] or bare
     first = bare[0]
     wrap = _wrapped_without_device_ids(index, first)
     if wrap is not None:  # the mistake shows where DDP takes the model: as tune marks it

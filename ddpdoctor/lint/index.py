@@ -763,19 +763,24 @@ class ModuleIndex:
                 found.update(funcs)
         return found
 
-    def unreached(self, node: ast.AST, library_too: bool = False) -> bool:
-        """In a function of a script (a main block) that nothing here calls, starts or names
-        (an `evaluate` whose only call is commented out): no run of it reaches there. A module
-        without a main block may be a library, whose functions are called from elsewhere:
-        counted only when asked (`library_too`)."""
-        scope = self.scope_of(node)
+    def uncalled(self, func: ast.AST) -> bool:
+        """A top-level function of this file that nothing here calls or starts, and no decorator
+        runs (`@main.command()`: a CLI does)."""
         return (
-            (self.has_main_guard or library_too)
-            and isinstance(scope, FUNC_TYPES)
-            and self.scope_of(scope) is self.tree
-            and not self.call_sites.get(scope)
-            and scope not in self.entry_points
-            and scope.name not in self.name_loads
+            isinstance(func, FUNC_TYPES)
+            and self.scope_of(func) is self.tree
+            and not func.decorator_list
+            and not self.call_sites.get(func)
+            and func not in self.entry_points
+        )
+
+    def unread(self, func: ast.AST) -> bool:
+        """uncalled, and its name never read either: not handed over (`atexit.register(f)`,
+        `mp.spawn(f)`), not looked up as an attribute: a leftover (`fliplr`) no run reaches."""
+        return (
+            self.uncalled(func)
+            and func.name not in self.name_loads  # type: ignore[attr-defined]
+            and func.name not in self.attr_names  # type: ignore[attr-defined]
         )
 
     def handed_over(self, name: str) -> bool:

@@ -2244,6 +2244,12 @@ def project_target(index: ModuleIndex, call: ast.Call) -> tuple[ModuleFacts, str
     return index.project.resolve(_as_module(index), ref)
 
 
+def target_facts(index: ModuleIndex, call: ast.Call) -> FuncFacts | None:
+    """The facts of the project function a call names (see project_target), or None."""
+    found = project_target(index, call)
+    return found[0].functions.get(found[1]) if found else None
+
+
 def method_target(
     index: ModuleIndex, call: ast.Call
 ) -> tuple[ModuleFacts, str, list[ast.Call]] | None:

@@ -43,6 +43,7 @@ from ddpdoctor.lint.project import (
     passes_switch,
     program_effects,
     project_target,
+    target_facts,
 )
 
 LOG_LEVELS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception"})
@@ -518,8 +519,7 @@ def _given_log_file(index: ModuleIndex, call: ast.Call, effects: frozenset[str] 
     args = [*call.args, *(k.value for k in call.keywords)]
     if passes_rank(call) or any(rank0_name(n) for a in args for n in ast.walk(a)):
         return False
-    found = project_target(index, call)
-    facts = found[0].functions.get(found[1]) if found else None
+    facts = target_facts(index, call)
     if facts is not None and RANK_FACTS & facts.direct:
         return False  # it asks the rank itself (lingua's init_logger: a file on rank 0 only)
     if any(
@@ -613,8 +613,7 @@ def _writing_helper(index: ModuleIndex, call: ast.Call) -> bool:
 def _rank_left_out(index: ModuleIndex, call: ast.Call) -> bool:
     """A helper that writes in its own body under a test of a rank parameter defaulting to 0,
     called without that parameter: its rank-0 branch runs on every rank."""
-    found = project_target(index, call)
-    facts = found[0].functions.get(found[1]) if found else None
+    facts = target_facts(index, call)
     if facts is None or "writes" not in facts.direct:
         return False
     params = [f for f in facts.direct if f.startswith(RANK_PARAM)]
@@ -733,8 +732,7 @@ def _judged_by_itself(index: ModuleIndex, call: ast.Call) -> bool:
     effects = external_effects(index, call)
     if effects is None:
         return False
-    found = project_target(index, call)
-    facts = found[0].functions.get(found[1]) if found else None
+    facts = target_facts(index, call)
     return may_write(effects) or (facts is not None and bool(RANK_FACTS & facts.direct))
 
 

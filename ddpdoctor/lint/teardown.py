@@ -166,37 +166,15 @@ def _in_unused_helper(index: ModuleIndex, call: ast.Call) -> bool:
     """An init in a top-level function this file never calls and does not start: a helper
     kept here for other scripts (waveglow's distributed.py, whose own `__main__` only launches
     processes), not part of this script's program."""
-    return _uncalled(index, index.scope_of(call)) and all(
+    return index.uncalled(index.scope_of(call)) and all(
         _never_run(index, c) for c in index.calls_by_name.get(DESTROY, ())
-    )
-
-
-def _uncalled(index: ModuleIndex, scope: ast.AST) -> bool:
-    """A top-level function of this file that nothing here calls or starts, and no decorator
-    runs (`@main.command()`: a CLI does)."""
-    return (
-        isinstance(scope, FUNC_TYPES)
-        and index.scope_of(scope) is index.tree
-        and not scope.decorator_list
-        and not index.call_sites.get(scope)
-        and scope not in index.entry_points
-    )
-
-
-def _unread(index: ModuleIndex, scope: ast.AST) -> bool:
-    """_uncalled, and its name never read either: not handed over (`atexit.register(f)`,
-    `mp.spawn(f)`), not looked up as an attribute."""
-    return (
-        _uncalled(index, scope)
-        and scope.name not in index.name_loads  # type: ignore[attr-defined]
-        and scope.name not in index.attr_names  # type: ignore[attr-defined]
     )
 
 
 def _unused_program(index: ModuleIndex, scope: ast.AST) -> bool:
     """A top-level function of a script that nothing runs and whose name nothing reads, in a
     file with no CLI that picks functions by name (`fire.Fire()`)."""
-    return index.has_main_guard and _unread(index, scope) and "Fire" not in index.calls_by_name
+    return index.has_main_guard and index.unread(scope) and "Fire" not in index.calls_by_name
 
 
 def _never_run(index: ModuleIndex, call: ast.Call) -> bool:
@@ -205,7 +183,7 @@ def _never_run(index: ModuleIndex, call: ast.Call) -> bool:
     not the function that sets the group up (a `run()` that a CLI such as fire picks by name
     holds the whole program). A `cleanup()` written and then forgotten destroys nothing."""
     scope = index.scope_of(call)
-    return _unread(index, scope) and not any(
+    return index.unread(scope) and not any(
         index.scope_of(i) in index.reachable(scope) for i in index.all_init_calls
     )
 
