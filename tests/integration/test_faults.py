@@ -90,14 +90,15 @@ def test_sigstop_mid_collective_four_ranks(tmp_path: Path) -> None:
     assert remote_stack.tool() is not None
     assert any("checks/allreduce.py:" in frame for frame in r1["stack"]), r1["stack"]
     # the flight recorder: the others gave up in one all_reduce; rank 1 left no dump. A stop
-    # that lands late in the ring lets the ranks after rank 1 finish it and go on (gloo): they
-    # are named as gone on, and the finding still holds all four
+    # that lands late in the ring lets ranks that no longer wait on rank 1 finish it and go on
+    # (gloo): which ones depends on the step it lands in (2 and 3, or 0 too: seen in CI), so
+    # they are named as gone on, at least one other is stuck, and the finding holds all four
     (fr,) = [f for f in run.check("allreduce")["findings"] if f["code"] == "DDP703"]
     seq = fr["data"]["seq"]
     assert fr["data"]["no_dump"] == [1] and fr["ranks"] == [0, 1, 2, 3]
     ahead = fr["data"]["ahead"]
     stuck = [r for r in (0, 2, 3) if r not in ahead]
-    assert stuck and set(ahead) <= {2, 3}
+    assert stuck and set(ahead) <= {0, 2, 3}
     names = ",".join(map(str, stuck))
     who = f"rank {names} is" if len(stuck) == 1 else f"ranks {names} are"
     # The engine's timed loop starts with a barrier (bench/engine.py): a stop that lands there,
