@@ -397,11 +397,62 @@ def implies_rank0(test: ast.AST, negated: bool = False) -> bool:
             return any(implies_rank0(v, negated) for v in test.values)
         ok = [implies_rank0(v, negated) for v in test.values]
         return any(ok) and all(
-            o or (not negated and nondistributed_test(v))
-            for o, v in zip(ok, test.values, strict=True)
+            o or _one_process_operand(v, negated) for o, v in zip(ok, test.values, strict=True)
         )
     polarity = _atom(test)
     return polarity == (-1 if negated else 1)
+
+
+def _one_process_operand(test: ast.AST, negated: bool) -> bool:
+    """An operand of a rank-0 test's `or` that holds (or, negated, fails) only in a run of one
+    process: `not args.distributed or rank == 0`, `MAIN = rank is None or rank == 0`,
+    `"LOCAL_RANK" not in os.environ or int(os.environ["LOCAL_RANK"]) == 0`, `rank == 0 or
+    device == torch.device("cpu")`; and, negated, `not (dist.is_initialized() and rank != 0)`.
+    Only here: a one-process test elsewhere decides more than who writes."""
+    if negated:
+        return distributed_test(test) or _rank_given(test, True) or _env_names_rank(test, True)
+    return (
+        nondistributed_test(test)
+        or _rank_given(test, False)
+        or _env_names_rank(test, False)
+        or _on_the_cpu(test)
+    )
+
+
+def _rank_given(test: ast.AST, given: bool) -> bool:
+    """`rank is not None` (given) / `rank is None` (not given: no process group)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and _rankish(test.left)):
+        return False
+    op = ast.IsNot if given else ast.Is
+    return isinstance(test.ops[0], op) and is_const(test.comparators[0], None)
+
+
+def _env_names_rank(test: ast.AST, present: bool) -> bool:
+    """`"RANK" in os.environ` (present) / `"LOCAL_RANK" not in os.environ`: whether a launcher
+    set the process's rank."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    key = test.left
+    if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+        return False
+    if "RANK" not in key.value and "WORLD_SIZE" not in key.value:
+        return False
+    op = ast.In if present else ast.NotIn
+    return isinstance(test.ops[0], op) and (dotted(test.comparators[0]) or "").endswith("environ")
+
+
+def _on_the_cpu(test: ast.AST) -> bool:
+    """`device == torch.device("cpu")`, `args.device == "cpu"`, `device.type == "cpu"`: the
+    CPU fallback a script runs in one process."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    if not isinstance(test.ops[0], ast.Eq):
+        return False
+    right = test.comparators[0]
+    if isinstance(right, ast.Call) and last_name(right.func) == "device" and right.args:
+        right = right.args[0]
+    cpu = isinstance(right, ast.Constant) and right.value == "cpu"
+    return cpu and "device" in (dotted(test.left) or "").lower()
 
 
 def only_off_rank0(test: ast.AST) -> bool:
@@ -524,6 +575,11 @@ def _rank0_flag(index: ModuleIndex, test: ast.AST, depth: int = 0) -> bool:
         values = index.values_of(dotted(atom) or "", atom)
         if not values and isinstance(atom, ast.Attribute):
             values = _flags_by_key(index).get(atom.attr, [])
+        passed = index.passed_args(atom) if depth < 2 else None
+        if passed and all(not isinstance(v, ast.expr) for v in values):
+            # A parameter every call of this file fills with such a flag (gns: `train(...,
+            # FLAGS.verbose)` after `FLAGS.verbose = dist.get_rank() == 0`).
+            values = passed if all(v is not None for v in passed) else []
         if values and all(
             isinstance(v, ast.expr)
             and (implies_rank0(v) or (depth < 2 and _rank0_flag(index, v, depth + 1)))

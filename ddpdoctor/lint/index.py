@@ -455,8 +455,20 @@ class ModuleIndex:
 
     @cached_property
     def training_loops(self) -> set[int]:
-        """id() of the loops that run backward, directly or through a function of this file."""
-        return {id(loop) for call in self.training_calls for loop in self.enclosing_loops(call)}
+        """id() of the loops that run backward, directly or through a function of this file;
+        and, where backward hides in the model (`model(batch, optimizer=opt)`: A-LLMRec), an
+        epoch loop that calls `sampler.set_epoch(epoch)` and the loops over a loader in it."""
+        loops = {id(loop) for call in self.training_calls for loop in self.enclosing_loops(call)}
+        for call in self.calls_by_name.get("set_epoch", ()):
+            for epoch_loop in self.enclosing_loops(call):
+                loops.add(id(epoch_loop))
+                loops |= {
+                    id(n)
+                    for n in ast.walk(epoch_loop)
+                    if isinstance(n, (ast.For, ast.AsyncFor))
+                    and "loader" in ast.dump(n.iter).lower()
+                }
+        return loops
 
     @cached_property
     def loop_helpers(self) -> set[ast.AST]:

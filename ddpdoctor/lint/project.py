@@ -17,6 +17,7 @@ from ddpdoctor.lint.files import read_bytes, skip_dir, unreadable_reason
 from ddpdoctor.lint.guards import (
     else_off_rank0,
     else_runs_one_process,
+    exits,
     implies_rank0,
     only_off_rank0,
     rank0_function,
@@ -226,7 +227,7 @@ def _writes_one_image(call: ast.Call, func: ast.AST) -> bool:
     path = image_path(call)
     return (
         path is not None
-        and not _names_rank(path)
+        and not any(_names_rank(e) for e in _built_from(path, func))  # `img_id` from the rank
         and not per_item_path(path, _loops_around(call, func))
     )
 
@@ -260,7 +261,7 @@ def written_path(call: ast.Call) -> ast.expr | None:
         at = 1 if func.attr == "save" and dotted(func.value) == "torch" else None
         at = LIBRARY_WRITES.get((dotted(func.value) or "", func.attr), at)
         return call.args[at] if at is not None and len(call.args) > at else None
-    return call.args[0] if call.args else None
+    return opened_path(call)
 
 
 def _writes_file(call: ast.Call, within: ast.AST | None = None) -> bool:
@@ -287,6 +288,8 @@ def open_mode(call: ast.Call) -> ast.expr | None:
     """The mode given to `open(path, mode)`, `io.open` or `codecs.open(path, mode="w")`
     (positional or keyword); None for any other call, or an open without a mode (a read)."""
     func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "open" and _path_mode(call):
+        return call.args[0]  # `fname.open("wt")`: pathlib's open takes the mode first
     if not (
         (isinstance(func, ast.Name) and func.id == "open")
         or (
@@ -300,6 +303,24 @@ def open_mode(call: ast.Call) -> ast.expr | None:
 
 
 OPENERS = ("io", "codecs")
+
+
+def _path_mode(call: ast.Call) -> bool:
+    """`path.open("w")`: a method `open` whose first argument is a mode, as pathlib's is."""
+    first = call.args[0] if call.args else None
+    return (
+        isinstance(first, ast.Constant)
+        and isinstance(first.value, str)
+        and bool(first.value)
+        and set(first.value) <= set("rwaxbt+")
+    )
+
+
+def opened_path(call: ast.Call) -> ast.expr | None:
+    """The file an open call names: `open(path, ...)`, or the receiver of `path.open("w")`."""
+    if isinstance(call.func, ast.Attribute) and call.func.attr == "open" and _path_mode(call):
+        return call.func.value
+    return call.args[0] if call.args else None
 
 
 def per_item_path(path: ast.expr | None, loops: list[ast.AST]) -> bool:
@@ -397,6 +418,8 @@ def _optional_switch(node: ast.AST, func: ast.AST) -> str | None:
     if not isinstance(args, ast.arguments):
         return None
     positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+    if positional[:1] in (["self"], ["cls"]):
+        positional = positional[1:]  # a method's callers pass what follows
     for test_holder, child in _enclosing_in(node, func):
         if not isinstance(test_holder, ast.If) or child not in test_holder.body:
             continue
@@ -422,7 +445,7 @@ def may_write(effects: Iterable[str]) -> bool:
 def passes_switch(call: ast.Call, facts: FuncFacts | None) -> bool:
     """The call hands the callee a parameter one of its writes depends on (see
     _optional_switch)."""
-    if facts is None or "rank_aware" in facts.direct:
+    if facts is None or ("rank_aware" in facts.direct and WRITES_ANYWAY not in facts.direct):
         return False
     for fact in facts.direct:
         if not fact.startswith(WRITES_IF):
@@ -517,8 +540,9 @@ def _per_rank_file(call: ast.Call, func: ast.AST) -> bool:
     path = written_path(call)
     if path is None:
         return False
-    if _names_rank(path):
-        return True
+    parts = _built_from(path, func)
+    if any(_names_rank(e) or any(reads_env_rank(n) for n in ast.walk(e)) for e in parts):
+        return True  # `join(work_dir, f"seg_results_{process_id}.pkl")`, a few lines back
     if not isinstance(path, ast.Name):
         return False
     values = [
@@ -549,6 +573,8 @@ def _built_from(path: ast.expr, func: ast.AST) -> list[ast.expr]:
     todo, seen = [path], []
     while todo and len(seen) < 8:
         expr = todo.pop()
+        if any(expr is s for s in seen):
+            continue  # `x = str(x)`: a name built from itself
         seen.append(expr)
         todo += [
             v for n in ast.walk(expr) if isinstance(n, ast.Name) for v in assigned.get(n.id, [])
@@ -569,6 +595,15 @@ def _level_by_rank(call: ast.Call) -> bool:
         isinstance(a, ast.IfExp) and _rank_test(a)
         for a in (*call.args, *(k.value for k in call.keywords))
     )
+
+
+def wandb_off(call: ast.Call) -> bool:
+    """`wandb.init(mode="disabled")`, or a mode chosen by the rank (`mode="online" if rank ==
+    0 else "disabled"`): no run, or one on rank 0 alone."""
+    mode = kwarg(call, "mode")
+    if isinstance(mode, ast.IfExp):
+        return _rank_test(mode)
+    return isinstance(mode, ast.Constant) and mode.value == "disabled"
 
 
 def _names_its_log(call: ast.Call, func: ast.AST) -> bool:
@@ -961,17 +996,22 @@ def _call_fact(
     elif last == "backward":
         facts.direct.add("trains")  # `train_one_epoch(...)`: the caller's loop is a training one
     elif last == "init" and dotted(callee) == "wandb.init":
-        facts.direct.update(("writes", "tracks"))  # a tracker run: one per call
+        if not wandb_off(node):
+            facts.direct.update(("writes", "tracks"))  # a tracker run: one per call
+            _unless_rank_guarded(facts, node, func)
     elif (
         _writes_file(node, func)
         and not _per_rank_file(node, func)
         and not per_item_path(written_path(node), _loops_around(node, func))
     ):
         facts.direct.add(_optional_switch(node, func) or "writes")
+        _unless_rank_guarded(facts, node, func)
     elif last in IMAGE_WRITERS and _writes_one_image(node, func):
         facts.direct.add(_optional_switch(node, func) or "writes")  # `save_image(grid, path)`
+        _unless_rank_guarded(facts, node, func)
     elif last in FILE_MAKERS and _fixed_file(node):
         facts.direct.add("writes")  # `FileHandler("log.txt")`: one file, whoever calls
+        _unless_rank_guarded(facts, node, func)
     elif last in FILE_MAKERS and _names_its_log(node, func):
         facts.direct.add(NAMES_LOG)
     elif last in FILE_MAKERS:
@@ -984,9 +1024,93 @@ def _call_fact(
         facts.local.add(callee.id)
     elif (ref := callee_ref(node)) is not None and ref[1].split(".", 1)[0] in imported:
         facts.external.append(ref)
+        if _hands_a_file_name(node) and _optional_switch(node, func) is None:
+            facts.direct.add(HANDS_PATH + ref[-1])
     elif _calls_super(callee):
         facts.external.append((SUPER, last))  # its class is added by _of_class
     return False
+
+
+# A fact: a function that tests the rank somewhere also writes where no rank test of its own
+# holds (OpenUnReID's Logger: `if self.rank == 0: mkdir(...)`, then `open(fpath, "w")` on
+# every rank): its test guards other lines, not this write.
+WRITES_ANYWAY = "writes_anyway"
+
+
+def _unless_rank_guarded(facts: FuncFacts, node: ast.AST, func: ast.AST) -> None:
+    if not _rank_guarded_in(node, func):
+        facts.direct.add(WRITES_ANYWAY)
+
+
+def _rank_guarded_in(node: ast.AST, func: ast.AST) -> bool:
+    """Under a rank test of func's own, after an early exit on one, or under a name func sets
+    from one (`is_master = rank == 0`). A node of another function (a method a constructor
+    runs) counts as guarded: its own facts judge it."""
+    chain = _enclosing_in(node, func)
+    if not chain or chain[-1][0] is not func:
+        return True
+    params = (
+        {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)}
+        if isinstance(func, FUNC_TYPES)
+        else set()
+    )
+    for holder, child in chain:
+        # Any test but "was I handed this" (`if fpath is not None:`) may be a rank flag set
+        # elsewhere (`if args.should_save:`): only a write under none is judged.
+        if (
+            isinstance(holder, (ast.If, ast.IfExp))
+            and child is not holder.test
+            and not _asks_for_a_parameter(holder.test, params)
+        ):
+            return True
+        for field_name in ("body", "orelse", "finalbody"):
+            stmts = getattr(holder, field_name, None)
+            if not (isinstance(stmts, list) and child in stmts):
+                continue
+            for stmt in stmts[: stmts.index(child)]:
+                if isinstance(stmt, ast.If) and _rank_test(stmt) and exits(stmt.body):
+                    return True  # `if rank != 0: return`
+    return False
+
+
+def _guards_a_write(node: ast.If) -> bool:
+    """A rank test with a write (or a saving helper's call) in one of its branches: the function
+    decides who writes, so its other writes are taken as meant for every rank."""
+    return any(
+        isinstance(c, ast.Call)
+        and (
+            _writes_file(c)
+            or _last(c.func) in IMAGE_WRITERS
+            or _last(c.func) in FILE_MAKERS
+            or any(w in _last(c.func).lower() for w in ("save", "write", "dump", "log"))
+        )
+        for branch in (node.body, node.orelse)
+        for stmt in branch
+        for c in ast.walk(stmt)
+    )
+
+
+def _asks_for_a_parameter(test: ast.expr, params: set[str]) -> bool:
+    """`if fpath:` / `if fpath is not None:` on a parameter of the function."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        if not (isinstance(test.ops[0], ast.IsNot) and is_const(test.comparators[0], None)):
+            return False
+        test = test.left
+    return isinstance(test, ast.Name) and test.id in params
+
+
+# A fact: the function hands a file name it spells itself to this callee (`write_json(cfg,
+# save_dir / "config.json")`): if the callee is a plain writer, the write is this function's.
+HANDS_PATH = "hands_path:"
+FILE_SUFFIXES = (".json", ".yaml", ".yml", ".txt", ".log", ".pkl", ".pt", ".pth", ".csv", ".npy")
+
+
+def _hands_a_file_name(call: ast.Call) -> bool:
+    return any(w in _last(call.func).lower() for w in ("write", "save", "dump")) and any(
+        isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith(FILE_SUFFIXES)
+        for a in [*call.args, *(k.value for k in call.keywords)]
+        for n in ast.walk(a)
+    )
 
 
 def _off_the_distributed_path(node: ast.AST, func: ast.AST) -> bool:
@@ -1040,6 +1164,7 @@ def _rank_test(node: ast.If | ast.IfExp) -> bool:
 def _finish(facts: FuncFacts, func: ast.AST, other_samplers: bool) -> FuncFacts:
     if rank0_function(func):
         facts.direct.add("rank_aware")  # save_on_master, @rank_zero_only
+        facts.direct.discard(WRITES_ANYWAY)
     if "reads_rank" in facts.direct and {"log_setup", "opens_log"} & facts.direct:
         # A logging set-up that asks the rank itself (icefall's setup_logger: a log file per
         # rank): the program's log calls are meant per rank.
@@ -1095,6 +1220,8 @@ def _function_facts(
                         into.direct.add(param)
         if into is not facts:
             _merge_part(facts, into)
+    if any(_guards_a_write(node) for node in rank_ifs):
+        facts.direct.discard(WRITES_ANYWAY)  # its rank tests are about writing: trusted
     body = getattr(func, "body", [])
     for attr in rank0_switches(rank_ifs, switches, [s for s in switches if s in body]):
         # `if opt.rank == 0: opt.log = True else: opt.log = False` in the set-up helper
@@ -2054,9 +2181,14 @@ class Project:
                     out |= self.effects(found[0], found[1], depth + 1) - OBJECT_OWN
         if "rank_aware" in out:
             # A function that tests the rank guards its own writes (and its callees'): its
-            # caller does not write on every rank through it.
-            out -= {"rank_aware", "writes"}
-            out = {e for e in out if not e.startswith(WRITES_IF)}
+            # caller does not write on every rank through it; unless one of its own writes
+            # lies outside every rank test it makes.
+            if facts is not None and WRITES_ANYWAY in facts.direct:
+                out.discard("rank_aware")
+            else:
+                out -= {"rank_aware", "writes"}
+                out = {e for e in out if not e.startswith(WRITES_IF)}
+        out.discard(WRITES_ANYWAY)
         self._effects[key] = frozenset(out)
         return self._effects[key]
 

@@ -27,23 +27,27 @@ from ddpdoctor.lint.index import (
     position,
 )
 from ddpdoctor.lint.project import (
+    HANDS_PATH,
     IMAGE_WRITERS,
     LIBRARY_WRITES,
     LOG_SUFFIXES,
     NAMES_LOG,
     RANK_PARAM,
+    WRITES_ANYWAY,
     external_effects,
     image_path,
     imported_name,
     may_write,
     method_target,
     open_mode,
+    opened_path,
     passes_parameter,
     passes_rank,
     passes_switch,
     program_effects,
     project_target,
     target_facts,
+    wandb_off,
 )
 
 LOG_LEVELS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception"})
@@ -136,6 +140,10 @@ def _write_kind(index: ModuleIndex, call: ast.Call) -> str | None:
     name = index.callee_name(call)
     qual = index.qualname(call.func)
     if name in ("init", "log"):
+        if name == "init" and wandb_off(call):
+            return None
+        if name == "log" and _azureml_run(index, call):
+            return "Azure ML run.log"
         return f"wandb.{name}" if qual.startswith("wandb.") else None
     if name == "add":  # loguru's `logger.add("train.log")`: a file sink
         sink = call.args[0] if call.args else kwarg(call, "sink")
@@ -149,6 +157,8 @@ def _write_kind(index: ModuleIndex, call: ast.Call) -> str | None:
         return "logging.basicConfig(filename=...)"
     if name in ("SummaryWriter", "FileHandler") or name in IMAGE_WRITERS:
         if name == "FileHandler" and not (qual.startswith("logging") or qual == name):
+            return None
+        if name == "FileHandler" and _handler_of_ranked_config(index, call):
             return None
         path = kwarg(call, "log_dir") or kwarg(call, "filename") or kwarg(call, "fname")
         if path is None and call.args:
@@ -172,10 +182,41 @@ def _write_kind(index: ModuleIndex, call: ast.Call) -> str | None:
             return None
         if not any(ch in mode.value for ch in "wax"):
             return None
-        if "devnull" in (dotted(call.args[0]) or ""):
+        path = opened_path(call)
+        if "devnull" in (dotted(path) or ""):
             return None  # silencing output off rank 0, not writing a file
-        return None if _mentions_rank(index, call.args[0]) else f"open(..., {mode.value!r})"
+        if _mentions_rank(index, path):
+            return None
+        return f"{dotted(call.func) or 'open'}(..., {mode.value!r})"
     return None
+
+
+def _azureml_run(index: ModuleIndex, call: ast.Call) -> bool:
+    """`aml_run.log(name=..., value=...)` on `aml_run = Run.get_context()` (Azure ML's
+    tracker, as in MeshGraphormer and TorchSemiSeg): one run, a metric row per call."""
+    recv = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if not isinstance(recv, (ast.Name, ast.Attribute)):
+        return False
+    return any(
+        isinstance(v, ast.Call)
+        and last_name(v.func) == "get_context"
+        and index.qualname(v.func).startswith("azureml")
+        for v in index.values_of(dotted(recv) or "", recv)
+    )
+
+
+def _handler_of_ranked_config(index: ModuleIndex, call: ast.Call) -> bool:
+    """`logging.basicConfig(handlers=[logging.FileHandler(out), ...], level=logging.INFO if
+    local_rank in [-1, 0] else logging.WARN)` (the xtreme and transformers examples): a logger
+    set up rank-aware, which the guide does not count."""
+    holder = index.parent(call)
+    if isinstance(holder, (ast.List, ast.Tuple)):
+        holder = index.parent(holder)
+    config = index.parent(holder) if isinstance(holder, ast.keyword) else None
+    if not (isinstance(config, ast.Call) and index.callee_name(config) == "basicConfig"):
+        return False
+    level = kwarg(config, "level")
+    return level is not None and _chosen_by_rank(index, level)
 
 
 def _copies_own_save(index: ModuleIndex, call: ast.Call) -> bool:
@@ -210,6 +251,11 @@ def _bar_of_a_loop(index: ModuleIndex, call: ast.Call, loops: set[int]) -> bool:
     """`bar = tqdm(range(epochs))` and then `for epoch in bar:` around the training: the bar is
     the loop's own, though made before it. So is `with tqdm(total=len(loader)) as bar:` around
     the training loop, updated by hand."""
+    held, holder = call, index.parent(call)
+    while isinstance(holder, ast.Call) and last_name(holder.func) in ("enumerate", "zip", "iter"):
+        held, holder = holder, index.parent(holder)
+    if isinstance(holder, (ast.For, ast.AsyncFor)) and holder.iter is held:
+        return id(holder) in loops  # `for epoch in tqdm(range(epochs)):` around the training
     assign = index.parent(call)
     if isinstance(assign, ast.withitem) and assign.context_expr is call:
         block = index.parent(assign)
@@ -499,13 +545,33 @@ def _writes_itself(index: ModuleIndex, call: ast.Call) -> bool:
         return True
     # A saving helper that writes through a function of its own module (`save_best_model` ->
     # `save_model`), unless it tests the rank or is handed one (it may decide per rank).
-    if "save" not in found[1].lower() or "rank_aware" in facts.direct or passes_rank(call):
+    if "rank_aware" in facts.direct or passes_rank(call):
         return False
-    helpers = [found[0].functions.get(name) for name in facts.local]  # type: ignore[index]
-    return any(
-        h is not None and "rank_aware" not in h.direct and {"writes", "opens_log"} & h.direct
-        for h in helpers
-    )
+    if "save" in found[1].lower():
+        helpers = [found[0].functions.get(name) for name in facts.local]  # type: ignore[index]
+        if any(
+            h is not None and "rank_aware" not in h.direct and {"writes", "opens_log"} & h.direct
+            for h in helpers
+        ):
+            return True
+    return _hands_a_writer(index, found[0], facts)
+
+
+def _hands_a_writer(index: ModuleIndex, mod, facts) -> bool:
+    """Any helper that calls a plain writer of the project by name (`write_json(config,
+    save_dir / "config.json")` in MCQ's ConfigParser): the writer writes whatever it is handed,
+    so the file is chosen here, and the write is this helper's."""
+    project = index.project
+    if project is None or "trains" in facts.direct:
+        return False  # a training loop's writes are judged in its own module, where they are
+    for ref in facts.external:  # a writer of the helper's own module is judged there too
+        if HANDS_PATH + ref[-1] not in facts.direct:
+            continue  # the writer names its file itself: judged where it writes
+        hit = project.resolve(mod, ref)
+        writer = hit[0].functions.get(hit[1]) if hit else None
+        if writer is not None and "writes" in writer.direct and not RANK_FACTS & writer.direct:
+            return True
+    return False
 
 
 def _given_log_file(index: ModuleIndex, call: ast.Call, effects: frozenset[str] | tuple) -> bool:
@@ -630,7 +696,9 @@ def _writing_method(index: ModuleIndex, call: ast.Call) -> bool:
         return False
     mod, method, built = found
     facts = mod.functions.get(method)
-    if facts is None or "writes" not in facts.direct or "rank_aware" in facts.direct:
+    if facts is None or "writes" not in facts.direct:
+        return False
+    if "rank_aware" in facts.direct and WRITES_ANYWAY not in facts.direct:
         return False
     if not may_write(index.project.effects(mod, method)):
         return False
@@ -807,8 +875,27 @@ def _after_init(index: ModuleIndex) -> list[tuple[ast.Call, ast.AST, ast.Call]]:
         for call in index.calls_by_scope.get(id(scope), ()):
             if (position(call) <= position(point) and not spawned) or guarded_locally(index, call):
                 continue
+            if not spawned and _other_branch(index, point, call):
+                continue  # `if mode == "train": train(...)` / `elif ...: predict()`
             out.append((point, scope, call))
     return out
+
+
+def _sides(index: ModuleIndex, node: ast.AST) -> dict[int, bool]:
+    """The `if`s holding a node: id -> whether it sits in the body (else: the orelse)."""
+    sides: dict[int, bool] = {}
+    child = node
+    for anc in index.ancestors(node):
+        if isinstance(anc, ast.If) and child is not anc.test:
+            sides[id(anc)] = child in anc.body
+        child = anc
+    return sides
+
+
+def _other_branch(index: ModuleIndex, a: ast.AST, b: ast.AST) -> bool:
+    """`a` and `b` sit in different branches of one `if`: a run takes one or the other."""
+    here = _sides(index, a)
+    return any(here.get(key, side) != side for key, side in _sides(index, b).items())
 
 
 def _module_level_of_a_rank_script(index: ModuleIndex) -> list[tuple[ast.Call, ast.AST, ast.Call]]:
@@ -911,7 +998,7 @@ def check(index: ModuleIndex) -> list[Hit]:
         if site is not False:
             effect = (
                 "N ranks log the same run to the tracker"
-                if what and what.startswith("wandb")
+                if what and what.startswith(("wandb", "Azure ML"))
                 else "N ranks write the same file"
             )
             hits.append(
