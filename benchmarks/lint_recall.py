@@ -214,6 +214,10 @@ CONTAMINATED |= {("fresh21", f"DDL00{n}") for n in range(8)}
 CONTAMINATED |= {("fresh22", f"DDL00{n}") for n in range(8)}
 # fresh23's first run (df17c2b): only its DDL004 false alarms were read (gns's device tests).
 CONTAMINATED.add(("fresh23", "DDL004"))
+# Session 20 read fresh23's DDL006 misses and false alarms and mended what recurs (Azure ML's
+# run.log, constructors that write, rank tests with a one-process `or`, ...). Its DDL001 and
+# DDL003 misses were listed but not read.
+CONTAMINATED.add(("fresh23", "DDL006"))
 
 
 @dataclass
