@@ -31,6 +31,7 @@ from ddpdoctor.lint.index import (
     dotted,
     follows_in_block,
     kwarg,
+    last_name,
     position,
     statement_block,
 )
@@ -425,6 +426,32 @@ def _loads_state(index: ModuleIndex, call: ast.Call) -> bool:
         for arg in ast.walk(ast.Tuple(elts=given, ctx=ast.Load())):
             if isinstance(arg, (ast.Name, ast.Attribute)) and dotted(arg) in names:
                 return True
+    return _reads_own_checkpoint(index, scope, names)
+
+
+def _reads_own_checkpoint(index: ModuleIndex, scope: ast.AST, names: set[str]) -> bool:
+    """The loaded value is read by a key of the checkpoint this file saves with a model's or
+    optimizer's state in it (`state["bleu_score"]` of `torch.save({"model_state_dict": ...,
+    "bleu_score": ...}, path)`): the whole checkpoint is loaded, its GPU tensors with it."""
+    keys = {
+        str(n.slice.value)
+        for n in ast.walk(scope)
+        if isinstance(n, ast.Subscript)
+        and isinstance(n.slice, ast.Constant)
+        and dotted(n.value) in names
+    }
+    if not keys:
+        return False
+    for save in index.calls_named("save"):
+        saved = save.args[0] if save.args and index.qualname(save.func) == "torch.save" else None
+        if not isinstance(saved, ast.Dict):
+            continue
+        own = {str(k.value) for k in saved.keys if isinstance(k, ast.Constant)}
+        states = any(
+            isinstance(v, ast.Call) and last_name(v.func) == "state_dict" for v in saved.values
+        )
+        if states and keys & own:
+            return True
     return False
 
 

@@ -128,6 +128,33 @@ class _StepOrder:
             for e in self.events
         )
 
+    def unscaled_before(self, b: _Event, c: _Event) -> bool:
+        """An unscale_ of b's scaler between the backward and the clip on every pass that
+        clips: one under a test that neither holds (`if (step + 1) % accum == 0:
+        scaler.unscale_(opt)`, then a clip on every micro-step: PIA) leaves the other passes
+        clipping scaled gradients."""
+        lo, hi = position(b.call), position(c.call)
+        known = self._tests_over(b.call) | self._tests_over(c.call)
+        return any(
+            u.kind == "U"
+            and u.scaler == b.scaler
+            and lo < position(u.call) < hi
+            and self.together(u.call, c.call)
+            and self._tests_over(u.call) <= known
+            for u in self.events
+        )
+
+    def _tests_over(self, node: ast.AST) -> set[str]:
+        """The tests of the `if`s holding a node in its function, by their text."""
+        scope = self.index.scope_of(node)
+        tests: set[str] = set()
+        for anc in self.index.ancestors(node):
+            if anc is scope:
+                break
+            if isinstance(anc, ast.If):
+                tests.add(ast.dump(anc.test))
+        return tests
+
     def open_backward(self, e: _Event) -> _Event | None:
         """The scaled backward this call follows while its step is still to come, if any."""
         here = position(e.call)
@@ -177,13 +204,15 @@ class _StepOrder:
                 )
             elif e.kind == "C":
                 b = self.open_backward(e)
-                if b is not None and not self.between("U", b, e, b.scaler):
+                if b is not None and not self.unscaled_before(b, e):
+                    some = self.between("U", b, e, b.scaler)
                     hits.append(
                         Hit(
                             e.call,
                             "DDL005",
-                            f"gradients are clipped while still scaled: call "
-                            f"{b.scaler}.unscale_(optimizer) before clipping",
+                            "gradients are clipped while still scaled"
+                            + (" on the passes where the unscale_ above is skipped" if some else "")
+                            + f": call {b.scaler}.unscale_(optimizer) before every clip",
                         )
                     )
             elif e.kind == "U":
@@ -246,12 +275,14 @@ class _StepOrder:
         if not loops or loops[0] not in self.index.enclosing_loops(u):
             return None
         u_ancestors = {id(a) for a in self.index.ancestors(u)}
+        u_tests = self._tests_over(u)  # `if (step + 1) % accum == 0:` over both: no gate
         for anc in self.index.ancestors(s):
             if anc is loops[0]:
                 break
             if (
                 isinstance(anc, ast.If)
                 and id(anc) not in u_ancestors
+                and ast.dump(anc.test) not in u_tests
                 and any(
                     isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
                     for n in ast.walk(anc.test)

@@ -270,7 +270,11 @@ def single_process_branch(
             if (in_body and dotted(anc.test) in refused) or (not in_body and flag in refused):
                 return True
         if isinstance(anc, ast.IfExp) and child is anc.body:
+            if nondistributed_test(anc.test):
+                return True
             holds.append(anc.test)
+        if isinstance(anc, ast.IfExp) and child is anc.orelse and else_runs_one_process(anc.test):
+            return True  # `cuda:{LOCAL_RANK}` if world_size > 1 else `cuda:0` (VISTA)
         if _after_single_process_assert(anc, child):
             return True
         child = anc

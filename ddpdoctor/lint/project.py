@@ -197,6 +197,9 @@ EFFECT_WORDS += ("wandb.init",)  # a helper that starts the tracker's run (setup
 EFFECT_WORDS += (".spawn(", "start_processes")  # a launcher of the project (see DIRECT)
 EFFECT_WORDS += ("Process(target",)  # one that starts `mp.Process(target=run)` per GPU
 EFFECT_WORDS += ("save_image(", "savefig(", "imwrite(", "imsave(")  # a helper saving images
+# A helper reading the launcher's rank (`is_master()` as `int(os.environ["RANK"]) == 0`): a
+# rank test that holds before the group is up too (SAT's guard of its log set-up).
+EFFECT_WORDS += tuple(f"{q}{k}{q}" for k in ("RANK", "LOCAL_RANK") for q in "'\"")
 EFFECT_BYTES = tuple(w.encode() for w in EFFECT_WORDS)
 # A class at the top of a module, told from the text of a module left unparsed (see put_off).
 CLASS_LINE = re.compile(r"^class\s", re.M)

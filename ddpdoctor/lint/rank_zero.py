@@ -13,12 +13,14 @@ from ddpdoctor.lint.finding import Hit
 from ddpdoctor.lint.guards import (
     asked_before_init,
     every_rank_call,
+    exits,
     guarded_locally,
     rank0_function,
     rank0_goes_first,
     rank0_name,
 )
 from ddpdoctor.lint.index import (
+    FUNC_TYPES,
     ModuleIndex,
     dotted,
     kwarg,
@@ -81,6 +83,12 @@ WRITE_CALLS += ("add",)  # loguru's `logger.add(sink)`
 WRITE_CALLS += tuple(IMAGE_WRITERS)
 # Files written by a library call (numpy's savers, shutil's copies), by qualified name, with the
 # position of the path they write: project.LIBRARY_WRITES, which helpers' facts read too.
+# mlflow's tracking calls: one run per call of start_run, a row per metric per call.
+MLFLOW_WRITES = frozenset(
+    {"start_run", "log_metric", "log_metrics", "log_param", "log_params", "log_artifact"}
+    | {"log_artifacts", "log_model", "log_dict", "log_figure", "log_image", "log_text"}
+)
+WRITE_CALLS += tuple(MLFLOW_WRITES) + ("update_summary",)
 FILE_SAVERS = {
     f"{'numpy' if module == 'np' else module}.{name}": at
     for (module, name), at in LIBRARY_WRITES.items()
@@ -139,6 +147,14 @@ def _write_kind(index: ModuleIndex, call: ast.Call) -> str | None:
     `wandb.log`, a log file, an image), or None. A path built with the rank is per rank."""
     name = index.callee_name(call)
     qual = index.qualname(call.func)
+    if qual.startswith("mlflow.") and name in MLFLOW_WRITES:
+        return f"mlflow.{name}"
+    if name == "update_summary" and not index.resolve_call(call):
+        # timm.utils' CSV of epoch metrics: (epoch, train_metrics, eval_metrics, filename)
+        path = call.args[3] if len(call.args) > 3 else kwarg(call, "filename")
+        if path is None or _mentions_rank(index, path) or project_target(index, call):
+            return None
+        return "update_summary(...)"
     if name in ("init", "log"):
         if name == "init" and wandb_off(call):
             return None
@@ -824,8 +840,10 @@ def _writes_after_init(index: ModuleIndex) -> list[Hit]:
     a function of this file called after it, runs on every rank unless guarded."""
     hits: list[Hit] = []
     reimported = _module_level_of_a_spawning_script(index)
+    before = _before_the_set_up_of_a_rank_script(index)
+    early = {id(call) for _, _, call in before}
     for point, scope, call in (
-        _after_init(index) + _module_level_of_a_rank_script(index) + reimported
+        _after_init(index) + _module_level_of_a_rank_script(index) + reimported + before
     ):
         # A function that guards some of its own work by rank is trusted with the rest.
         targets = [(call, None)] + [
@@ -847,6 +865,11 @@ def _writes_after_init(index: ModuleIndex) -> list[Hit]:
                 )
             elif scope is index.tree:
                 when = "at the top of a script that every rank runs"
+            elif id(call) in early:
+                when = (
+                    f"before the group is set up on line {point.lineno}, in a script the "
+                    "launcher starts once per rank"
+                )
             elif position(call) <= position(point):
                 when = f"in every process {scope.name}() starts"
             else:
@@ -914,6 +937,71 @@ def _module_level_of_a_rank_script(index: ModuleIndex) -> list[tuple[ast.Call, a
         for call in index.calls_by_scope.get(id(index.tree), ())
         if not guarded_locally(index, call) and not index.resolve_call(call)
     ]
+
+
+def _before_the_set_up_of_a_rank_script(
+    index: ModuleIndex,
+) -> list[tuple[ast.Call, ast.AST, ast.Call]]:
+    """In a script its launcher starts once per rank (see _module_level_of_a_rank_script),
+    what the function that sets the group up does before it, and what its callers in this file
+    do before calling it (UFDN's `main()` making a log file, then `train()` making the group):
+    every rank runs those lines too, the group up or not."""
+    if not index.has_main_guard or index.spawn_targets:
+        return []
+    return [
+        (index.all_init_calls[0], scope, call)
+        for scope, point in _set_up_path(index)
+        for call in index.calls_by_scope.get(id(scope), ())
+        if position(call) < position(point)
+        and not _other_branch(index, point, call)
+        and not _in_a_branch_that_leaves(index, call, scope)
+        and not guarded_locally(index, call)
+    ]
+
+
+def _set_up_path(index: ModuleIndex) -> list[tuple[ast.AST, ast.Call]]:
+    """The function that sets the group up first, with its set-up call, and each function of
+    this file that calls it (and theirs), with that call."""
+    cached = index.__dict__.get("_set_up_path")
+    if cached is not None:
+        return cached
+    path: list[tuple[ast.AST, ast.Call]] = []
+    index.__dict__["_set_up_path"] = path
+    seen: set[int] = set()
+    todo = [(p, index.scope_of(p)) for p in index.all_init_calls[:1]]
+    while todo:
+        point, scope = todo.pop()
+        if id(scope) in seen or not isinstance(scope, FUNC_TYPES):
+            continue
+        seen.add(id(scope))
+        path.append((scope, point))
+        todo += [(site, index.scope_of(site)) for site in index.call_sites.get(scope, ())]
+    return path
+
+
+def _leaves_before_the_set_up(index: ModuleIndex, node: ast.AST) -> bool:
+    """On the way to the set-up, in a branch that exits first (`if args.submit: write the job
+    file; sys.exit()`): a mode of one process that never makes the group."""
+    scope = index.scope_of(node)
+    return any(
+        s is scope and position(node) < position(point) and _in_a_branch_that_leaves(index, node, s)
+        for s, point in _set_up_path(index)
+    )
+
+
+def _in_a_branch_that_leaves(index: ModuleIndex, node: ast.AST, scope: ast.AST) -> bool:
+    """In a branch that returns or exits (`if launch: submit(...); sys.exit()`): a mode that
+    never reaches the set-up below it, so not what the ranks run."""
+    child = node
+    for anc in index.ancestors(node):
+        if anc is scope:
+            return False
+        if isinstance(anc, ast.If):
+            branch = anc.body if child in anc.body else anc.orelse
+            if child is not anc.test and exits(branch):
+                return True
+        child = anc
+    return False
 
 
 def _module_level_of_a_spawning_script(
@@ -994,11 +1082,13 @@ def check(index: ModuleIndex) -> list[Hit]:
     hits: list[Hit] = []
     for call in index.calls_named(*WRITE_CALLS):
         what = _write(index, call)
+        if what and _leaves_before_the_set_up(index, call):
+            continue
         site = every_rank_call(index, call) if what else False
         if site is not False:
             effect = (
                 "N ranks log the same run to the tracker"
-                if what and what.startswith(("wandb", "Azure ML"))
+                if what and what.startswith(("wandb", "Azure ML", "mlflow"))
                 else "N ranks write the same file"
             )
             hits.append(
@@ -1039,8 +1129,8 @@ def check(index: ModuleIndex) -> list[Hit]:
             where = f"in {getattr(helper, 'name', 'a helper')}(), which the training loop calls,"
         else:
             where = "in the training loop"
-        if _mentions_rank(index, call, depth=2):
-            continue  # `[rank {rank}] loss ...` is meant once per rank
+        if what not in ("tqdm", "trange") and _mentions_rank(index, call, depth=2):
+            continue  # `[rank {rank}] loss ...` is meant once per rank; N bars still clutter
         if every_rank_call(index, call) is not False:
             hits.append(
                 Hit(call, "DDL006", f"{what} {where} runs on every rank: N copies of each line")
