@@ -30,6 +30,7 @@ from ddpdoctor.lint.index import (
     ModuleIndex,
     dotted,
     follows_in_block,
+    is_const,
     kwarg,
     last_name,
     position,
@@ -94,6 +95,8 @@ def _load_without_map_location(index: ModuleIndex) -> list[Hit]:
             continue  # `if re_train: torch.load(p)` in a constructor nobody asks to re-train
         if _mapped_in_another_branch(index, call) or not _loads_state(index, call):
             continue
+        if _grad_scaler_state(index, call):
+            continue  # a GradScaler's state is Python numbers: nothing lands on a GPU
         if _round_trip(index, call, path):
             continue  # read back what this process saved a moment ago, from its own GPU
         if _shipped_weights(index, path):
@@ -329,6 +332,21 @@ RESTORE_WORDS = ("state_dict", "weight", "snapshot", "checkpoint", "pretrain", "
 def _restores(index: ModuleIndex, call: ast.Call) -> bool:
     name = index.callee_name(call).lower()
     return name != "load" and any(w in name for w in RESTORE_WORDS)
+
+
+def _grad_scaler_state(index: ModuleIndex, call: ast.Call) -> bool:
+    """`scaler.load_state_dict(torch.load(p))` on a GradScaler (pi-GAN's resume)."""
+    parent = _consumer(index, call)
+    if not (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute)):
+        return False
+    if parent.func.attr != "load_state_dict":
+        return False
+    recv = parent.func.value
+    values = index.values_of(dotted(recv) or "", recv)
+    made = [v for v in values if isinstance(v, ast.Call)]
+    if made:
+        return all(index.callee_name(v) == "GradScaler" for v in made)
+    return "scaler" in last_name(recv).lower() and "lr" not in last_name(recv).lower()
 
 
 def _consumer(index: ModuleIndex, call: ast.Call) -> ast.AST | None:
@@ -841,16 +859,47 @@ def _ddp_on_uncovered_path(index: ModuleIndex) -> list[Hit]:
             _pinned_before(index, scope, sets, m) for m in moves
         )
         if not moved_pinned and not _pinned_before(index, scope, sets, call):
+            fallback = _when_no_gpu_is_given(index, call)
             hits.append(
                 Hit(
                     call,
                     "DDL004",
                     "DDP without device_ids around a model moved with a bare .cuda(), on a path "
                     "no set_device covers: the process uses GPU 0 only (DDP no longer spreads "
-                    "one process over several GPUs)",
+                    "one process over several GPUs)"
+                    + (FALLBACK_NOTE.format(fallback) if fallback else ""),
+                    level="warn" if fallback else None,
                 )
             )
     return [] if hits and _one_gpu_per_plain_process(index) else hits
+
+
+FALLBACK_NOTE = (
+    "; a warning: only a launch that hands no GPU index ({} is None, as under torchrun "
+    "without it) takes this path; the ImageNet example's own mp.spawn launch never does"
+)
+
+
+def _when_no_gpu_is_given(index: ModuleIndex, node: ast.AST) -> str | None:
+    """`if args.gpu is not None: ... device_ids=[args.gpu] ... else: model.cuda(); DDP(model)`:
+    the else runs only when no GPU index was handed in. The name tested, or None."""
+    child = node
+    for anc in index.ancestors(node):
+        if isinstance(anc, ast.If) and child in anc.orelse:
+            test = anc.test
+            if (
+                isinstance(test, ast.Compare)
+                and len(test.ops) == 1
+                and isinstance(test.ops[0], ast.IsNot)
+                and is_const(test.comparators[0], None)
+                and last_name(test.left).lower() in GPU_GIVEN
+            ):
+                return dotted(test.left)
+        child = anc
+    return None
+
+
+GPU_GIVEN = frozenset({"gpu", "local_rank", "gpu_id", "device_id", "local_gpu"})
 
 
 def check(index: ModuleIndex) -> list[Hit]:

@@ -19,7 +19,7 @@ from ddpdoctor.lint.index import (
     last_name,
     position,
 )
-from ddpdoctor.lint.project import Project, imported_name, program_effects
+from ddpdoctor.lint.project import GLOBAL_RANK_ATTR, Project, imported_name, program_effects
 
 MOVES = ("to", "cuda", "to_empty")
 
@@ -342,6 +342,8 @@ def _global_elsewhere(index: ModuleIndex, expr: ast.AST) -> bool:
     name = dotted(expr)
     if name is None or name.startswith("self.") or index.bindings.get(name):
         return False
+    if GLOBAL_RANK_ATTR + expr.attr in program_effects(index):
+        return True  # a set-up helper it calls sets `args.rank = dist.get_rank()` (LEAD)
     return bool(index.project.builds_global_rank(name, index.path))
 
 

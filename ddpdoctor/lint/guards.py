@@ -626,7 +626,7 @@ def _attribute_none_off_rank0(index: ModuleIndex, key: str | None) -> bool:
         sets = [n for n in index.assigns if any(dotted(t) == key for t in n.targets)]
         nones = [n for n in sets if is_const(n.value, None)]
         cache[key] = bool(nones) and all(
-            _under_off_rank0_test(index, n)
+            under_off_rank0_test(index, n)
             if n in nones
             else _under_rank0_test(index, n) or _under_not_none_test(index, n, key)
             for n in sets
@@ -645,7 +645,7 @@ def _under_if(index: ModuleIndex, node: ast.AST, holds: Callable[[ast.expr, bool
     return False
 
 
-def _under_off_rank0_test(index: ModuleIndex, node: ast.AST) -> bool:
+def under_off_rank0_test(index: ModuleIndex, node: ast.AST) -> bool:
     """Inside a branch of its own function that only the ranks other than 0 run."""
     return _under_if(
         index, node, lambda test, body: only_off_rank0(test) if body else else_off_rank0(test)

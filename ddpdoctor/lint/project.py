@@ -8,6 +8,7 @@ stays cheap, and a module is parsed at most once per run."""
 from __future__ import annotations
 
 import ast
+import builtins
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -1025,7 +1026,9 @@ def _call_fact(
         return not _off_the_distributed_path(node, func)
     elif isinstance(callee, ast.Name) and callee.id in names:
         facts.local.add(callee.id)
-    elif (ref := callee_ref(node)) is not None and ref[1].split(".", 1)[0] in imported:
+    elif (ref := callee_ref(node)) is not None and (
+        ref[1].split(".", 1)[0] in imported or _through_a_star_import(callee, imported)
+    ):
         facts.external.append(ref)
         if _hands_a_file_name(node) and _optional_switch(node, func) is None:
             facts.direct.add(HANDS_PATH + ref[-1])
@@ -1116,6 +1119,19 @@ def _hands_a_file_name(call: ast.Call) -> bool:
     )
 
 
+BUILTIN_NAMES = frozenset(dir(builtins))
+
+
+def _through_a_star_import(callee: ast.expr, imported: set[str]) -> bool:
+    """A bare name, neither a builtin nor imported by name, in a module with `from tools
+    import *` (UniMVSNet's `init_distributed_mode(args)`): it may come through the star."""
+    return (
+        type(callee) is ast.Name
+        and callee.id not in BUILTIN_NAMES  # type: ignore[attr-defined]
+        and any(k.startswith("*") for k in imported)
+    )
+
+
 def _off_the_distributed_path(node: ast.AST, func: ast.AST) -> bool:
     """In the else of `if args.dist_train and args.ngpu > 1:` (NeuralSpeech's balanced sampler
     for one process): not what the DDP path gets, so no rival to its DistributedSampler."""
@@ -1202,6 +1218,8 @@ def _function_facts(
             elif isinstance(node, ast.Assign):
                 if root is func and switches_on(node):
                     switches.append(node)
+                if (global_attr := _global_rank_attribute(node)) is not None:
+                    into.direct.add(GLOBAL_RANK_ATTR + global_attr)
                 if root is func and _distributed_switched_off(node):
                     into.direct.add("init_fallback")
                 if any(dotted(t) in PRINT_TARGETS for t in node.targets):
@@ -1238,6 +1256,23 @@ def _function_facts(
 
 
 RANK_FLAG = "rank_flag:"  # a fact: this attribute is switched on on rank 0 only
+# A fact: the helper sets this attribute of what it is handed to the global rank
+# (`args.rank = dist.get_rank()` in LEAD's set_env): the caller's `args.rank` holds it after.
+GLOBAL_RANK_ATTR = "global_rank_attr:"
+
+
+def _global_rank_attribute(node: ast.Assign) -> str | None:
+    """`args.rank = dist.get_rank()` / `torch.distributed.get_rank()`: the attribute's name."""
+    if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Attribute):
+        return None
+    value = node.value
+    if not (isinstance(value, ast.Call) and _last(value.func) in ("get_rank", "get_global_rank")):
+        return None
+    if value.args or value.keywords:
+        return None  # `get_rank(group)`: a rank within a subgroup
+    return node.targets[0].attr
+
+
 SPAWNED = "spawned_"  # a fact of a launcher: its started workers `init` / `destroy` a group
 SPAWNED_INIT = f"{SPAWNED}init"
 

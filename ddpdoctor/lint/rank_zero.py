@@ -18,6 +18,7 @@ from ddpdoctor.lint.guards import (
     rank0_function,
     rank0_goes_first,
     rank0_name,
+    under_off_rank0_test,
 )
 from ddpdoctor.lint.index import (
     FUNC_TYPES,
@@ -230,9 +231,31 @@ def _handler_of_ranked_config(index: ModuleIndex, call: ast.Call) -> bool:
         holder = index.parent(holder)
     config = index.parent(holder) if isinstance(holder, ast.keyword) else None
     if not (isinstance(config, ast.Call) and index.callee_name(config) == "basicConfig"):
-        return False
+        return _level_set_by_rank_here(index, call)
     level = kwarg(config, "level")
-    return level is not None and _chosen_by_rank(index, level)
+    if level is None:
+        return False
+    if _chosen_by_rank(index, level):
+        return True
+    # `if rank == 0: basicConfig(..., level=INFO) else: basicConfig(..., level=ERROR)`
+    # (daft-exprt): the other ranks' branch raises the level itself.
+    quiet = dotted(level) in ("logging.WARNING", "logging.WARN", "logging.ERROR")
+    return quiet and under_off_rank0_test(index, config)
+
+
+def _level_set_by_rank_here(index: ModuleIndex, handler: ast.Call) -> bool:
+    """`handler = logging.FileHandler(path)`, `logger.addHandler(handler)`, then
+    `logger.setLevel(INFO if local_rank in [-1, 0] else WARN)` in the same function (SimXNS):
+    a logger set up rank-aware, whose file gets rank 0's lines and the others' warnings."""
+    scope = index.scope_of(handler)
+    return any(
+        index.callee_name(c) == "setLevel"
+        and c.args
+        and _chosen_by_rank(index, c.args[0])
+        and not isinstance(c.func, ast.Name)
+        and not dotted(c.func.value or "").endswith("handler")  # type: ignore[union-attr]
+        for c in index.calls_by_scope.get(id(scope), ())
+    )
 
 
 def _copies_own_save(index: ModuleIndex, call: ast.Call) -> bool:
@@ -294,6 +317,14 @@ def _bar_of_a_loop(index: ModuleIndex, call: ast.Call, loops: set[int]) -> bool:
         and node.iter.id == name
         and index.scope_of(node) is scope
         for node in ast.walk(scope)
+    ) or any(
+        # `bar = tqdm(total=epochs)`, then `bar.update(1)` in the training loop (pi-GAN)
+        index.callee_name(c) == "update"
+        and isinstance(c.func, ast.Attribute)
+        and dotted(c.func.value) == name
+        and any(id(loop) in loops for loop in index.enclosing_loops(c))
+        and not guarded_locally(index, c)  # `if rank == 0: bar.update(1)`: rank 0's bar
+        for c in index.calls_by_scope.get(id(scope), ())
     )
 
 
