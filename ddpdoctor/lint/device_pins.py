@@ -28,6 +28,7 @@ from ddpdoctor.lint.index import (
     FUNC_TYPES,
     SPAWN_CALLS,
     ModuleIndex,
+    argument_for,
     dotted,
     follows_in_block,
     is_const,
@@ -99,7 +100,7 @@ def _load_without_map_location(index: ModuleIndex) -> list[Hit]:
             continue  # a GradScaler's state is Python numbers: nothing lands on a GPU
         if _round_trip(index, call, path):
             continue  # read back what this process saved a moment ago, from its own GPU
-        if _shipped_weights(index, path):
+        if _shipped_weights(index, path) or _loaded_loosely(index, call):
             hits.append(Hit(call, "DDL004", SHIPPED_WEIGHTS, level="warn"))
             continue
         if _scheduler_state(index, call):
@@ -167,6 +168,17 @@ def _scheduler_state(index: ModuleIndex, call: ast.Call) -> bool:
     return any(
         isinstance(n, ast.Constant) and isinstance(n.value, str) and "scheduler" in n.value
         for n in ast.walk(path)
+    )
+
+
+def _loaded_loosely(index: ModuleIndex, call: ast.Call) -> bool:
+    """`model.load_state_dict(torch.load(p), strict=False)`: weights made for another model
+    (RoboFlamingo's OpenFlamingo checkpoint), not the program's own resume."""
+    parent = _consumer(index, call)
+    return (
+        isinstance(parent, ast.Call)
+        and index.callee_name(parent) == "load_state_dict"
+        and is_const(kwarg(parent, "strict"), False)
     )
 
 
@@ -582,6 +594,8 @@ def _hard_coded_device(index: ModuleIndex) -> list[Hit]:
             continue  # `if device_count() < world_size:` ranks share GPUs on purpose
         if _launcher_only(index, call) or _in_the_spawner(index, call):
             continue  # the launching process's own choice, made once (gns's `main` spawns)
+        if _overridden_default(index, call):
+            continue  # `def __init__(..., device=torch.device("cuda:0"))`, always handed one
         if index.callee_name(call) == "load":
             message = (
                 f'torch.load with map_location="{text}": every rank loads the checkpoint onto '
@@ -604,6 +618,36 @@ def _hard_coded_device(index: ModuleIndex) -> list[Hit]:
                 continue
         hits.append(Hit(call, "DDL004", message))
     return hits
+
+
+def _overridden_default(index: ModuleIndex, call: ast.Call) -> bool:
+    """A parameter's default (`device: torch.device = torch.device("cuda:0")`, TAPE's runners)
+    that every call of the function in this file replaces; with no call here, the callers
+    elsewhere decide, and the default alone is no training device."""
+    func = index.parent(call)
+    while func is not None and not isinstance(func, (ast.arguments, *FUNC_TYPES)):
+        func = index.parent(func)
+    if not isinstance(func, ast.arguments):
+        return False
+    owner = index.parent(func)
+    params = [*func.posonlyargs, *func.args]
+    pairs = list(zip(params[len(params) - len(func.defaults) :], func.defaults, strict=True))
+    pairs += [(a, d) for a, d in zip(func.kwonlyargs, func.kw_defaults, strict=True) if d]
+    name = next((a.arg for a, d in pairs if d is not None and _holds(d, call)), None)
+    if name is None:
+        return False
+    positional = [a.arg for a in params]
+    if positional[:1] in (["self"], ["cls"]):
+        positional = positional[1:]
+    sites = index.call_sites.get(owner, [])
+    if isinstance(owner, FUNC_TYPES) and owner.name == "__init__":
+        cls = index.enclosing_class(owner)
+        sites = [c for c in index.calls if cls is not None and last_name(c.func) == cls.name]
+    return all(argument_for(site, positional, name) is not None for site in sites)
+
+
+def _holds(expr: ast.AST, node: ast.AST) -> bool:
+    return any(n is node for n in ast.walk(expr))
 
 
 def _cuda0_option_default(index: ModuleIndex) -> list[Hit]:

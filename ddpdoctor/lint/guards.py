@@ -500,7 +500,11 @@ def guarded_locally(index: ModuleIndex, node: ast.AST) -> bool:
                 pass  # `if is_main_process():` before the group is up: rank 0 everywhere
             elif implies_rank0(anc.test, negated=not in_body):
                 return True
-            if in_body and (_rank0_flag(index, anc.test) or _none_off_rank0(index, anc.test)):
+            if in_body and (
+                _rank0_flag(index, anc.test)
+                or _none_off_rank0(index, anc.test)
+                or _false_off_rank0(index, anc.test)
+            ):
                 return True
         elif isinstance(anc, ast.BoolOp) and isinstance(anc.op, ast.And):
             for v in anc.values:
@@ -515,6 +519,35 @@ def guarded_locally(index: ModuleIndex, node: ast.AST) -> bool:
     body = getattr(scope, "body", [])
     # A single-process branch (`if not args.distributed:`) runs once, like rank 0's.
     return _after_early_exit_in(body, child) or single_process_branch(index, node)
+
+
+def _false_off_rank0(index: ModuleIndex, test: ast.AST) -> bool:
+    """`if do_save(epoch):` (or one operand of an `and`) where `do_save`, a function of this
+    file, starts by returning False off rank 0 (`if not is_master: return False`): TAPE's."""
+    for atom in and_operands(test):
+        if not isinstance(atom, ast.Call):
+            continue
+        for func in index.resolve_call(atom):
+            for stmt in getattr(func, "body", [])[:3]:
+                if (
+                    isinstance(stmt, ast.If)
+                    and stmt.body
+                    and isinstance(stmt.body[-1], ast.Return)
+                    and is_const(stmt.body[-1].value, False)
+                    and (implies_rank0(stmt.test, negated=True) or _rank0_flag_off(index, stmt))
+                ):
+                    return True
+    return False
+
+
+def _rank0_flag_off(index: ModuleIndex, stmt: ast.If) -> bool:
+    """`if not is_master:` where `is_master` is a rank-0 flag of the file."""
+    test = stmt.test
+    return (
+        isinstance(test, ast.UnaryOp)
+        and isinstance(test.op, ast.Not)
+        and _rank0_flag(index, test.operand)
+    )
 
 
 def function_object(index: ModuleIndex, test: ast.AST) -> bool:

@@ -70,15 +70,30 @@ def _mentions_rank(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> 
         return False
     for node in ast.walk(expr):
         name = last_name(node).lower() if isinstance(node, (ast.Name, ast.Attribute)) else ""
+        if any(w in name for w in MATRIX_RANKS):
+            continue  # `lora_rank`: the rank of a low-rank adapter, not of a process
         if name and (any(w in name for w in RANKISH) or name in RANK_NAMES or name in PER_PROCESS):
             return True
         if isinstance(node, ast.Name) and depth < 2:
             for value in index.values_of(node.id, node):
                 if isinstance(value, ast.AST) and _mentions_rank(index, value, depth + 1):
                     return True
+        if isinstance(node, ast.Attribute) and depth < 2 and (key := dotted(node)):
+            # `args.log = args.log.replace("WORKER-ID", str(args.local_rank))` earlier in the
+            # same function (pika): only this function's own assignments say what it holds
+            scope = index.scope_of(node)
+            if any(
+                where is scope
+                and isinstance(value, ast.AST)
+                and value is not expr
+                and _mentions_rank(index, value, depth + 1)
+                for where, value in index.bindings.get(key, ())
+            ):
+                return True
     return False
 
 
+MATRIX_RANKS = ("lora", "low_rank", "lowrank")
 WRITE_CALLS = ("save", "open", "SummaryWriter", "FileHandler", "init", "log", "basicConfig")
 WRITE_CALLS += ("add",)  # loguru's `logger.add(sink)`
 WRITE_CALLS += tuple(IMAGE_WRITERS)

@@ -350,6 +350,9 @@ def check_missing_sampler(index: ModuleIndex) -> list[Hit]:
         dataset = kwarg(call, "dataset") or (call.args[0] if call.args else None)
         if _shards_itself(index, dataset) or not _is_training_loader(index, call):
             continue
+        if is_const(kwarg(call, "batch_size") or _positional(call, 1), None):
+            continue  # `batch_size=None`: the dataset yields whole batches, and its pipeline
+            # splits the data by rank itself (wenet's and webdataset's IterableDatasets)
         if single_process_branch(index, call):
             continue  # `if opt["dist"]: ... else: DataLoader(ds, shuffle=True)`: one process
         if _beside_a_sharded_training_loader(index, call):
