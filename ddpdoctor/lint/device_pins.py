@@ -100,7 +100,7 @@ def _load_without_map_location(index: ModuleIndex) -> list[Hit]:
             continue  # a GradScaler's state is Python numbers: nothing lands on a GPU
         if _round_trip(index, call, path):
             continue  # read back what this process saved a moment ago, from its own GPU
-        if _shipped_weights(index, path) or _loaded_loosely(index, call):
+        if _shipped_weights(index, path) or _loaded_loosely(index, call) or _named(call, index):
             hits.append(Hit(call, "DDL004", SHIPPED_WEIGHTS, level="warn"))
             continue
         if _scheduler_state(index, call):
@@ -168,6 +168,14 @@ def _scheduler_state(index: ModuleIndex, call: ast.Call) -> bool:
     return any(
         isinstance(n, ast.Constant) and isinstance(n.value, str) and "scheduler" in n.value
         for n in ast.walk(path)
+    )
+
+
+def _named(call: ast.Call, index: ModuleIndex) -> bool:
+    """`pretrained_dict = torch.load(path)`: the name says the weights were made elsewhere."""
+    parent = index.parent(call)
+    return isinstance(parent, ast.Assign) and any(
+        w in (dotted(t) or "").lower() for t in parent.targets for w in PRETRAINED_WORDS
     )
 
 
@@ -751,7 +759,7 @@ def _fewer_gpus_branch(index: ModuleIndex, node: ast.AST) -> bool:
 
 
 def _global_rank_moves(index: ModuleIndex) -> list[Hit]:
-    from ddpdoctor.lint.devices import device_value, rank_kind
+    from ddpdoctor.lint.devices import device_string_rank, device_value, rank_kind
 
     hits: list[Hit] = []
     for call in index.calls_named("load"):
@@ -772,6 +780,12 @@ def _global_rank_moves(index: ModuleIndex) -> list[Hit]:
                     "is not there (map to LOCAL_RANK's)",
                 )
             )
+    for node in index.assigns:
+        # `device = "cuda:{}".format(args.local_rank)` where that holds the global rank
+        # (DUSt3R-Gaussian's): reported where the device is spelled, not at each use
+        index_expr = device_string_rank(node.value)
+        if index_expr is not None and rank_kind(index, index_expr) == {"global"}:
+            hits.append(Hit(node.value, "DDL004", GLOBAL_RANK_DEVICE))
     for call in index.calls_named("to", "cuda", "device"):
         is_device = index.callee_name(call) == "device"
         if is_device and index.qualname(call.func) != "torch.device":

@@ -371,8 +371,40 @@ def device_value(index: ModuleIndex, expr: ast.AST) -> bool:
         return False
     values = _reaching(index, expr) or index.values_of(key, expr)
     return bool(values) and all(
-        isinstance(v, ast.Call) and index.callee_name(v) == "device" and v.args for v in values
+        (isinstance(v, ast.Call) and index.callee_name(v) == "device" and v.args)
+        or (isinstance(v, ast.expr) and device_string_rank(v) is not None)
+        for v in values
     )
+
+
+def device_string_rank(expr: ast.AST) -> ast.expr | None:
+    """The index of a device spelled as a string with a name in it: `f"cuda:{rank}"`,
+    `"cuda:{}".format(args.local_rank)`, `"cuda:" + str(gpu)`; None for anything else."""
+    if isinstance(expr, ast.JoinedStr):
+        texts = [v.value for v in expr.values if isinstance(v, ast.Constant)]
+        holes = [v.value for v in expr.values if isinstance(v, ast.FormattedValue)]
+        if len(holes) == 1 and texts and str(texts[0]).startswith("cuda:"):
+            return holes[0]
+    if (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr == "format"
+        and isinstance(expr.func.value, ast.Constant)
+        and expr.func.value.value == "cuda:{}"
+        and len(expr.args) == 1
+    ):
+        return expr.args[0]
+    if (
+        isinstance(expr, ast.BinOp)
+        and isinstance(expr.op, ast.Add)
+        and isinstance(expr.left, ast.Constant)
+        and expr.left.value == "cuda:"
+        and isinstance(expr.right, ast.Call)
+        and last_name(expr.right.func) == "str"
+        and len(expr.right.args) == 1
+    ):
+        return expr.right.args[0]
+    return None
 
 
 def _global_rank_as_device(index: ModuleIndex) -> list[Hit]:

@@ -48,7 +48,7 @@ def check(index: ModuleIndex) -> list[Hit]:
         if own and not _destroys(index, reach):
             name = getattr(worker, "name", "the worker")
             first = _set_up_call_in(index, worker, own[0])
-            where = f"before the spawned worker {name}() returns"
+            where = f"before the spawned worker {name}() returns" + _partial_note(index, reach)
             hits.append(_hit(index, first, where, own))
     rest = [c for c in inits if id(c) not in judged and not _in_unused_helper(index, c)]
     # `def run_local(rank, n): init; main(); destroy` that nothing runs, beside a `main()` with
@@ -203,6 +203,40 @@ def _one_side_of_rank0(index: ModuleIndex, call: ast.AST) -> bool:
     return False
 
 
+def _partial_note(index: ModuleIndex, reach: set[ast.AST]) -> str:
+    """Why a teardown the worker has does not count, if it has one."""
+    for func in reach:
+        for call in index.calls_by_scope.get(id(func), ()):
+            partial = _not_on_every_finish(index, call) or _run_only_on_errors(index, func)
+            if index.callee_name(call) == DESTROY and partial:
+                side = "one side of a rank test" if _one_side_of_rank0(index, call) else "an error"
+                return f" (the call on line {call.lineno} runs on {side} only)"
+    return ""
+
+
+def _run_only_on_errors(index: ModuleIndex, func: ast.AST) -> bool:
+    """A helper of this file (`cleanup()`) that is called, and only called, from `except`
+    handlers (`except KeyboardInterrupt: cleanup()`): a normal finish never runs it."""
+    if func in index.spawn_targets:
+        return False  # started as a process too: not only from the handler
+    sites = index.call_sites.get(func, [])
+    return bool(sites) and all(_not_on_every_finish(index, c) for c in sites)
+
+
+def _not_on_every_finish(index: ModuleIndex, call: ast.AST) -> bool:
+    """A teardown some rank never reaches (see _one_side_of_rank0), or one only an error
+    reaches: in an `except` handler (`except KeyboardInterrupt: cleanup()`), not a `finally`."""
+    if _one_side_of_rank0(index, call):
+        return True
+    scope = index.scope_of(call)
+    for anc in index.ancestors(call):
+        if anc is scope:
+            return False
+        if isinstance(anc, ast.ExceptHandler):
+            return True
+    return False
+
+
 def _workers(index: ModuleIndex, inits: list[ast.Call]) -> set[ast.AST]:
     """This file's functions that start a process: spawned here, or, in a module that is no
     script, by another module of the project (asked only when an init would go unjudged)."""
@@ -256,6 +290,10 @@ def _destroys(index: ModuleIndex, reach: set[ast.AST]) -> bool:
     for func in reach:
         for call in index.calls_by_scope.get(id(func), ()):
             name = index.callee_name(call)
+            if name == DESTROY and (
+                _not_on_every_finish(index, call) or _run_only_on_errors(index, func)
+            ):
+                continue  # rank 0's alone (ECAPA's workers), or on an error only (WaveGrad's)
             if (name == DESTROY and destroys_default_group(call)) or any(
                 last_name(a) == DESTROY for a in call.args
             ):
@@ -290,7 +328,7 @@ def _script_misses_destroy(
         and not _never_run(index, c)
         and index.scope_of(c) not in unused
     ]
-    if any(not _one_side_of_rank0(index, c) for c in calls):
+    if any(not _not_on_every_finish(index, c) for c in calls):
         return False
     if not named and DESTROY in (index.attr_names | index.name_loads):
         return False  # handed over, not called

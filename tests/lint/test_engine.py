@@ -344,6 +344,13 @@ def test_the_imagenet_fallback_without_a_gpu_index_is_a_warning() -> None:
         ),
         # Weights loaded with strict=False were made for another model; the resume is ours.
         ("ddl004_loose_pretrained_load.py", [(18, "warn"), (20, "fail")], "does not save"),
+        # A device spelled from the global rank is a failure; `pretrained_dict = torch.load(p)`
+        # names weights made elsewhere.
+        (
+            "ddl004_device_string_of_global_rank.py",
+            [(20, "fail"), (22, "warn")],
+            "does not save",
+        ),
     ],
 )
 def test_the_same_load_is_a_failure_in_one_place_and_a_warning_in_another(
