@@ -235,13 +235,14 @@ CONTAMINATED |= {("fresh25", f"DDL00{n}") for n in range(8)}
 # false alarms were read.
 CONTAMINATED |= {("fresh26", f"DDL00{n}") for n in range(8)}
 # fresh27 (25 scripts, 25 repositories; four more blind reviewers) was run once at f2d0121 (the
-# code of cbaeb9d, the session's last change to lint) before anything in it was read: 34 of 46
+# code of cbaeb9d) before anything in it was read: 34 of 46
 # (DDL001 1/2, DDL003 2/4, DDL004 4/6, DDL006 10/14, DDL007 17/20), 3 fail-level false alarms.
 # Then all its misses and false alarms were read.
 CONTAMINATED |= {("fresh27", f"DDL00{n}") for n in range(8)}
 # fresh28 (24 scripts, 23 repositories; four more blind reviewers) was run once at b380cee (the
-# code of 310a72e) before anything in it was read: 39 of 50 (DDL001 3/5, DDL003 2/3, DDL004
-# 6/7, DDL006 12/17, DDL007 16/18), no fail-level false alarm. Left unread: held out.
+# code of 0bf11b1, the session's last change to lint) before anything in it was read: 39 of 50
+# (DDL001 3/5, DDL003 2/3, DDL004 6/7, DDL006 12/17, DDL007 16/18), no fail-level false alarm.
+# Left unread: held out.
 
 
 @dataclass
