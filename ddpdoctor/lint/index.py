@@ -734,9 +734,19 @@ class ModuleIndex:
         parameter (`def launch(world_size, run_fn): mp.spawn(run_fn, ...)`), the functions this
         file passes for it."""
         passed = [a.id for a in self.passed_args(fn) or () if isinstance(a, ast.Name)]
+        # `train_fn = partial(distributed_train, ...)`, then `Process(target=train_fn)`
+        # (diffwave-sashimi): the function the partial wraps.
+        wrapped = [
+            v.args[0].id
+            for v in self.values_of(fn.id, fn)
+            if isinstance(v, ast.Call)
+            and last_name(v.func) == "partial"
+            and v.args
+            and isinstance(v.args[0], ast.Name)
+        ]
         return [
             f
-            for name in [fn.id, *passed]
+            for name in [fn.id, *passed, *wrapped]
             for f in self.functions.get(name, ())
             if not self.enclosing_class(f)
         ]
