@@ -100,7 +100,11 @@ def _load_without_map_location(index: ModuleIndex) -> list[Hit]:
             continue  # a GradScaler's state is Python numbers: nothing lands on a GPU
         if _round_trip(index, call, path):
             continue  # read back what this process saved a moment ago, from its own GPU
-        if _shipped_weights(index, path) or _loaded_loosely(index, call) or _named(call, index):
+        if (
+            _shipped_weights(index, path)
+            or _loaded_loosely(index, call)
+            or _named_pretrained(index, call)
+        ):
             hits.append(Hit(call, "DDL004", SHIPPED_WEIGHTS, level="warn"))
             continue
         if _scheduler_state(index, call):
@@ -171,7 +175,7 @@ def _scheduler_state(index: ModuleIndex, call: ast.Call) -> bool:
     )
 
 
-def _named(call: ast.Call, index: ModuleIndex) -> bool:
+def _named_pretrained(index: ModuleIndex, call: ast.Call) -> bool:
     """`pretrained_dict = torch.load(path)`: the name says the weights were made elsewhere."""
     parent = index.parent(call)
     return isinstance(parent, ast.Assign) and any(
@@ -238,7 +242,7 @@ def _launcher_only(index: ModuleIndex, call: ast.Call) -> bool:
 
 def _in_the_spawner(index: ModuleIndex, call: ast.Call) -> bool:
     """In the function that starts the workers (`mp.spawn(train, ...)` in `main`), and not one
-        started itself: the launching process runs it once, before the workers exist. Also through
+    started itself: the launching process runs it once, before the workers exist. Also through
     a launcher of the project (gns's `distribute.spawn_train(train, ...)`)."""
     func = index.scope_of(call)
     if not isinstance(func, FUNC_TYPES) or func in index.spawn_targets:

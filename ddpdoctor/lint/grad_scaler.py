@@ -9,7 +9,7 @@ import ast
 from dataclasses import dataclass
 
 from ddpdoctor.lint.finding import Hit
-from ddpdoctor.lint.guards import exits
+from ddpdoctor.lint.guards import exclusive, exits
 from ddpdoctor.lint.index import ModuleIndex, calls_in_order, dotted, last_name, position
 
 CLIPS = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"})
@@ -22,40 +22,6 @@ class _Event:
     call: ast.Call
     scaler: str = ""
     target: str = ""
-
-
-class _Branches:
-    """Which arm of each enclosing if/else a call sits in, to tell exclusive calls apart. Two
-    `if`s that ask the same call-free test are one decision (P5: `if fp16 and native_amp:`
-    scales the backward, and the `elif`/`else` of the same test later clips apex's or plain
-    gradients: never after a scaled backward)."""
-
-    def __init__(self, index: ModuleIndex) -> None:
-        self.index = index
-        self.cache: dict[int, dict[int | str, str]] = {}
-
-    def arms(self, node: ast.AST) -> dict[int | str, str]:
-        if id(node) not in self.cache:
-            arms: dict[int | str, str] = {}
-            child = node
-            for anc in self.index.ancestors(node):
-                if isinstance(anc, ast.If):
-                    arms[_decision(anc)] = "body" if child in anc.body else "orelse"
-                child = anc
-            self.cache[id(node)] = arms
-        return self.cache[id(node)]
-
-    def exclusive(self, a: ast.AST, b: ast.AST) -> bool:
-        arms_a, arms_b = self.arms(a), self.arms(b)
-        return any(arms_b.get(k, arm) != arm for k, arm in arms_a.items())
-
-
-def _decision(node: ast.If) -> int | str:
-    """The test's text when it calls nothing (asked twice, it answers the same), else the
-    `if` itself."""
-    if any(isinstance(n, ast.Call) for n in ast.walk(node.test)):
-        return id(node)
-    return ast.dump(node.test)
 
 
 def _skips_the_step(index: ModuleIndex, call: ast.Call) -> bool:
@@ -111,11 +77,10 @@ class _StepOrder:
     def __init__(self, index: ModuleIndex, events: list[_Event]) -> None:
         self.index = index
         self.events = events
-        self.branches = _Branches(index)
 
     def together(self, *nodes: ast.AST) -> bool:
         return not any(
-            self.branches.exclusive(a, b) for i, a in enumerate(nodes) for b in nodes[i + 1 :]
+            exclusive(self.index, a, b) for i, a in enumerate(nodes) for b in nodes[i + 1 :]
         )
 
     def between(self, kind: str, a: _Event, b: _Event, scaler: str) -> bool:

@@ -459,6 +459,37 @@ def _on_the_cpu(test: ast.AST) -> bool:
     return cpu and "device" in (dotted(test.left) or "").lower()
 
 
+def exclusive(index: ModuleIndex, a: ast.AST, b: ast.AST) -> bool:
+    """`a` and `b` sit in opposite arms of one decision, so no run takes both: the two arms of
+    an `if` (`if mode == "train": train() elif ...: predict()`), or of two `if`s that ask the
+    same call-free test (P5: `if fp16 and native_amp:` scales the backward, the `else` of the
+    same test later clips plain gradients)."""
+    arms_a, arms_b = _arms(index, a), _arms(index, b)
+    return any(arms_b.get(k, arm) != arm for k, arm in arms_a.items())
+
+
+def _arms(index: ModuleIndex, node: ast.AST) -> dict[int | str, bool]:
+    """Each decision holding a node (see _decision) -> whether the node is in its body."""
+    cache: dict[int, dict[int | str, bool]] = index.__dict__.setdefault("_arms", {})
+    if id(node) not in cache:
+        arms: dict[int | str, bool] = {}
+        child = node
+        for anc in index.ancestors(node):
+            if isinstance(anc, ast.If) and child is not anc.test:
+                arms[_decision(anc)] = child in anc.body
+            child = anc
+        cache[id(node)] = arms
+    return cache[id(node)]
+
+
+def _decision(node: ast.If) -> int | str:
+    """The test's text when it calls nothing (asked twice, it answers the same), else the
+    `if` itself."""
+    if any(isinstance(n, ast.Call) for n in ast.walk(node.test)):
+        return id(node)
+    return ast.dump(node.test)
+
+
 def only_off_rank0(test: ast.AST) -> bool:
     """Whether `test` being true means we are not on rank 0 (`if args.gpu != 0:`, also
     `if args.distributed and args.gpu != 0:`): a branch the other ranks alone run."""

@@ -292,7 +292,7 @@ def open_mode(call: ast.Call) -> ast.expr | None:
     """The mode given to `open(path, mode)`, `io.open` or `codecs.open(path, mode="w")`
     (positional or keyword); None for any other call, or an open without a mode (a read)."""
     func = call.func
-    if isinstance(func, ast.Attribute) and func.attr == "open" and _path_mode(call):
+    if _pathlib_open(call):
         return call.args[0]  # `fname.open("wt")`: pathlib's open takes the mode first
     if not (
         (isinstance(func, ast.Name) and func.id == "open")
@@ -309,11 +309,13 @@ def open_mode(call: ast.Call) -> ast.expr | None:
 OPENERS = ("io", "codecs")
 
 
-def _path_mode(call: ast.Call) -> bool:
+def _pathlib_open(call: ast.Call) -> bool:
     """`path.open("w")`: a method `open` whose first argument is a mode, as pathlib's is."""
     first = call.args[0] if call.args else None
     return (
-        isinstance(first, ast.Constant)
+        isinstance(call.func, ast.Attribute)
+        and call.func.attr == "open"
+        and isinstance(first, ast.Constant)
         and isinstance(first.value, str)
         and bool(first.value)
         and set(first.value) <= set("rwaxbt+")
@@ -322,8 +324,8 @@ def _path_mode(call: ast.Call) -> bool:
 
 def opened_path(call: ast.Call) -> ast.expr | None:
     """The file an open call names: `open(path, ...)`, or the receiver of `path.open("w")`."""
-    if isinstance(call.func, ast.Attribute) and call.func.attr == "open" and _path_mode(call):
-        return call.func.value
+    if _pathlib_open(call):
+        return call.func.value  # type: ignore[attr-defined]
     return call.args[0] if call.args else None
 
 
@@ -1049,9 +1051,9 @@ def _unless_rank_guarded(facts: FuncFacts, node: ast.AST, func: ast.AST) -> None
 
 
 def _rank_guarded_in(node: ast.AST, func: ast.AST) -> bool:
-    """Under a rank test of func's own, after an early exit on one, or under a name func sets
-    from one (`is_master = rank == 0`). A node of another function (a method a constructor
-    runs) counts as guarded: its own facts judge it."""
+    """Under any test of func's own but "was I handed this" (one may be a rank flag set
+    elsewhere), or after an early exit on a rank test. A node of another function (a method a
+    constructor runs) counts as guarded: its own facts judge it."""
     chain = _enclosing_in(node, func)
     if not chain or chain[-1][0] is not func:
         return True

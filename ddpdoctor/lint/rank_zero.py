@@ -13,6 +13,7 @@ from ddpdoctor.lint.finding import Hit
 from ddpdoctor.lint.guards import (
     asked_before_init,
     every_rank_call,
+    exclusive,
     exits,
     guarded_locally,
     rank0_function,
@@ -37,6 +38,8 @@ from ddpdoctor.lint.project import (
     NAMES_LOG,
     RANK_PARAM,
     WRITES_ANYWAY,
+    FuncFacts,
+    ModuleFacts,
     external_effects,
     image_path,
     imported_name,
@@ -154,7 +157,7 @@ def _written_path(index: ModuleIndex, call: ast.Call) -> ast.expr | None:
     if name in IMAGE_WRITERS:
         return image_path(call)
     if name == "open":
-        return call.args[0] if call.args else None
+        return opened_path(call)
     return None
 
 
@@ -619,7 +622,7 @@ def _writes_itself(index: ModuleIndex, call: ast.Call) -> bool:
     return _hands_a_writer(index, found[0], facts)
 
 
-def _hands_a_writer(index: ModuleIndex, mod, facts) -> bool:
+def _hands_a_writer(index: ModuleIndex, mod: ModuleFacts, facts: FuncFacts) -> bool:
     """Any helper that calls a plain writer of the project by name (`write_json(config,
     save_dir / "config.json")` in MCQ's ConfigParser): the writer writes whatever it is handed,
     so the file is chosen here, and the write is this helper's."""
@@ -944,27 +947,10 @@ def _after_init(index: ModuleIndex) -> list[tuple[ast.Call, ast.AST, ast.Call]]:
         for call in index.calls_by_scope.get(id(scope), ()):
             if (position(call) <= position(point) and not spawned) or guarded_locally(index, call):
                 continue
-            if not spawned and _other_branch(index, point, call):
+            if not spawned and exclusive(index, point, call):
                 continue  # `if mode == "train": train(...)` / `elif ...: predict()`
             out.append((point, scope, call))
     return out
-
-
-def _sides(index: ModuleIndex, node: ast.AST) -> dict[int, bool]:
-    """The `if`s holding a node: id -> whether it sits in the body (else: the orelse)."""
-    sides: dict[int, bool] = {}
-    child = node
-    for anc in index.ancestors(node):
-        if isinstance(anc, ast.If) and child is not anc.test:
-            sides[id(anc)] = child in anc.body
-        child = anc
-    return sides
-
-
-def _other_branch(index: ModuleIndex, a: ast.AST, b: ast.AST) -> bool:
-    """`a` and `b` sit in different branches of one `if`: a run takes one or the other."""
-    here = _sides(index, a)
-    return any(here.get(key, side) != side for key, side in _sides(index, b).items())
 
 
 def _module_level_of_a_rank_script(index: ModuleIndex) -> list[tuple[ast.Call, ast.AST, ast.Call]]:
@@ -999,7 +985,7 @@ def _before_the_set_up_of_a_rank_script(
         for scope, point in _set_up_path(index)
         for call in index.calls_by_scope.get(id(scope), ())
         if position(call) < position(point)
-        and not _other_branch(index, point, call)
+        and not exclusive(index, point, call)
         and not _in_a_branch_that_leaves(index, call, scope)
         and not guarded_locally(index, call)
     ]

@@ -207,11 +207,15 @@ def _partial_note(index: ModuleIndex, reach: set[ast.AST]) -> str:
     """Why a teardown the worker has does not count, if it has one."""
     for func in reach:
         for call in index.calls_by_scope.get(id(func), ()):
-            partial = _not_on_every_finish(index, call) or _run_only_on_errors(index, func)
-            if index.callee_name(call) == DESTROY and partial:
+            if index.callee_name(call) == DESTROY and _skipped_by_some_finish(index, call, func):
                 side = "one side of a rank test" if _one_side_of_rank0(index, call) else "an error"
                 return f" (the call on line {call.lineno} runs on {side} only)"
     return ""
+
+
+def _skipped_by_some_finish(index: ModuleIndex, call: ast.AST, func: ast.AST) -> bool:
+    """A teardown in `func` that a normal finish of some rank does not reach."""
+    return _not_on_every_finish(index, call) or _run_only_on_errors(index, func)
 
 
 def _run_only_on_errors(index: ModuleIndex, func: ast.AST) -> bool:
@@ -290,9 +294,7 @@ def _destroys(index: ModuleIndex, reach: set[ast.AST]) -> bool:
     for func in reach:
         for call in index.calls_by_scope.get(id(func), ()):
             name = index.callee_name(call)
-            if name == DESTROY and (
-                _not_on_every_finish(index, call) or _run_only_on_errors(index, func)
-            ):
+            if name == DESTROY and _skipped_by_some_finish(index, call, func):
                 continue  # rank 0's alone (ECAPA's workers), or on an error only (WaveGrad's)
             if (name == DESTROY and destroys_default_group(call)) or any(
                 last_name(a) == DESTROY for a in call.args
