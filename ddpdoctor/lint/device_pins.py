@@ -965,7 +965,7 @@ GPU_GIVEN = frozenset({"gpu", "local_rank", "gpu_id", "device_id", "local_gpu"})
 
 
 def check(index: ModuleIndex) -> list[Hit]:
-    if index.uses_framework:
+    if index.framework_run:
         return []
     if not index.is_ddp_script:
         # A trainer module a DDP program imports: its loads run on every rank too, and so do

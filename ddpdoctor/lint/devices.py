@@ -224,6 +224,10 @@ def _rank_kind(index: ModuleIndex, expr: ast.AST, depth: int) -> set[str]:
             and (id(index.scope_of(expr)), expr.id) in index.spawn_index_params
         ):
             return {"local"}  # `def worker(rank, ...)` that mp.spawn starts: its index here
+        if values and all(v is UNKNOWN for v in values) and isinstance(expr, ast.Name):
+            unpacked = _unpacked_return(index, expr, depth)
+            if unpacked:  # `rank, world_size = setup()`: what setup returns in that place
+                return unpacked
         passed = index.passed_args(expr) if all(v is UNKNOWN for v in values) else None
         if passed:  # a parameter: what this file's callers pass (`train(rank)`, rank from SLURM)
             values = [UNKNOWN if arg is None else arg for arg in passed]
@@ -242,6 +246,44 @@ def _rank_kind(index: ModuleIndex, expr: ast.AST, depth: int) -> set[str]:
             return set()  # `device = torch.device("cuda" if cuda else "cpu")`: no rank at all
         return kinds or {"unknown"}
     return {"unknown"}
+
+
+def _unpacked_return(index: ModuleIndex, name: ast.Name, depth: int) -> set[str]:
+    """The kind of rank a name unpacked from a helper's tuple holds (`r, wsz = init()` with
+    `init` returning `dist.get_rank(), dist.get_world_size()`): the same place of each tuple the
+    helper returns, in this file or in the project module it is imported from. Empty when the
+    name is bound otherwise or the helper returns no tuple of that length."""
+    scope = index.scope_of(name)
+    kinds: set[str] = set()
+    for assign in index.assigns:
+        target = assign.targets[0] if len(assign.targets) == 1 else None
+        if not isinstance(target, (ast.Tuple, ast.List)) or index.scope_of(assign) is not scope:
+            continue
+        places = [i for i, e in enumerate(target.elts) if type(e) is ast.Name and e.id == name.id]
+        if not places or any(type(e) is ast.Starred for e in target.elts):
+            continue
+        if not isinstance(assign.value, ast.Call):
+            return set()
+        for owner, ret in _returns_of(index, assign.value):
+            value = ret.value
+            if isinstance(value, ast.Tuple) and len(value.elts) == len(target.elts):
+                kinds |= rank_kind(owner, value.elts[places[0]], depth + 1)
+    return kinds
+
+
+def _returns_of(index: ModuleIndex, call: ast.Call) -> list[tuple[ModuleIndex, ast.Return]]:
+    """The return statements of the function a call runs: of this file, or the one the project
+    module it is imported from defines under that name."""
+    local = index.resolve_call(call)
+    if local:
+        return [(index, r) for r in index.returns if index.scope_of(r) in local]
+    target = imported_name(index, call.func)
+    project = index.project
+    helper = project.index_of(target[0]) if project is not None and target else None
+    if helper is None or target is None:
+        return []
+    funcs = [f for f in helper.functions.get(target[1], ()) if helper.parent(f) is helper.tree]
+    return [(helper, r) for r in helper.returns if helper.scope_of(r) in funcs]
 
 
 def _passed_elsewhere(index: ModuleIndex, name: ast.AST, depth: int) -> set[str]:
@@ -436,7 +478,7 @@ def _global_rank_as_device(index: ModuleIndex) -> list[Hit]:
 
 
 def _bare_cuda_without_set_device(index: ModuleIndex) -> list[Hit]:
-    if not index.all_init_calls or index.calls_by_name.get("set_device") or index.uses_framework:
+    if not index.all_init_calls or index.calls_by_name.get("set_device") or index.framework_run:
         return []
     if "set_device" in program_effects(index):
         return []  # a helper of the project (init_distributed_mode) picks the GPU

@@ -22,6 +22,7 @@ from ddpdoctor.lint import (
     teardown,
 )
 from ddpdoctor.lint.built_classes import built_class_writes
+from ddpdoctor.lint.dormant import why_dormant
 from ddpdoctor.lint.files import collect, read_bytes
 from ddpdoctor.lint.finding import Hit, LintFinding, Related
 from ddpdoctor.lint.index import ModuleIndex, dotted
@@ -33,6 +34,7 @@ from ddpdoctor.lint.project import (
     find_root,
     program_effects,
 )
+from ddpdoctor.lint.rules import RULES_BY_CODE
 
 Check = Callable[[ModuleIndex], list[Hit]]
 
@@ -191,7 +193,12 @@ def lint_source(
             line = getattr(hit.node, "lineno", 1)
             col = getattr(hit.node, "col_offset", 0) + 1
             related = tuple(_related(path, r) for r in hit.related)
-            findings.add(LintFinding(path, line, col, hit.code, hit.message, related, hit.level))
+            message, level = hit.message, hit.level
+            if (level or RULES_BY_CODE[hit.code].level) == "fail":
+                why = why_dormant(index, hit.node)  # it bites once someone edits the script
+                if why is not None:
+                    message, level = f"{message} ({why})", "warn"
+            findings.add(LintFinding(path, line, col, hit.code, message, related, level))
     lines = source.splitlines()
     return sorted([*notes, *(f for f in findings if not _suppressed(f, lines))])
 

@@ -543,6 +543,8 @@ def guarded_locally(index: ModuleIndex, node: ast.AST) -> bool:
                     break
                 if implies_rank0(v):
                     return True
+        elif isinstance(anc, ast.ExceptHandler) and _tries_on_rank0_only(index.parent(anc)):
+            return True
         if _after_early_exit(anc, child):
             return True
         child = anc
@@ -550,6 +552,15 @@ def guarded_locally(index: ModuleIndex, node: ast.AST) -> bool:
     body = getattr(scope, "body", [])
     # A single-process branch (`if not args.distributed:`) runs once, like rank 0's.
     return _after_early_exit_in(body, child) or single_process_branch(index, node)
+
+
+def _tries_on_rank0_only(node: ast.AST | None) -> bool:
+    """A `try:` whose body is rank 0's alone (`try: if local_rank == 0: evaluate()`): its
+    `except` can only catch what rank 0 raised (Cap4Video's out-of-memory note)."""
+    return isinstance(node, ast.Try) and all(
+        isinstance(stmt, ast.If) and not stmt.orelse and implies_rank0(stmt.test)
+        for stmt in node.body
+    )
 
 
 def _false_off_rank0(index: ModuleIndex, test: ast.AST) -> bool:
@@ -667,6 +678,8 @@ def _none_off_rank0(index: ModuleIndex, test: ast.AST) -> bool:
     name = test
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot):
         name = test.left if is_const(test.comparators[0], None) else None
+    if isinstance(name, ast.Attribute) and dotted(name) == "wandb.run":
+        return _tracker_started_on_rank0(index)
     if isinstance(name, ast.Attribute):
         return _attribute_none_off_rank0(index, dotted(name))
     if not isinstance(name, ast.Name):
@@ -677,6 +690,17 @@ def _none_off_rank0(index: ModuleIndex, test: ast.AST) -> bool:
     if key not in cache:  # the same for every test of this name in this function
         cache[key] = _none_off_rank0_in(index, scope, name.id)
     return cache[key]
+
+
+def _tracker_started_on_rank0(index: ModuleIndex) -> bool:
+    """`if wandb.run:` where every `wandb.init` of this file is rank 0's (AudioLLM's aligner):
+    the run exists there alone, so the test passes on rank 0 only."""
+    cached = index.__dict__.get("_tracker_started_on_rank0")
+    if cached is None:
+        starts = [c for c in index.calls_named("init") if index.qualname(c.func) == "wandb.init"]
+        cached = bool(starts) and all(guarded_locally(index, c) for c in starts)
+        index.__dict__["_tracker_started_on_rank0"] = cached
+    return cached
 
 
 def _attribute_none_off_rank0(index: ModuleIndex, key: str | None) -> bool:

@@ -527,9 +527,16 @@ class ModuleIndex:
     @cached_property
     def framework_run(self) -> bool:
         """A framework runs the program (shards the data, sets the epoch, picks the devices):
-        it uses one and sets no group up itself. A script that calls `init_process_group` has
-        a plain DDP path (`--dist`) beside its framework branch (`--use_accelerate`)."""
-        return self.uses_framework and not self.init_calls
+        it uses one and sets no group up itself. A script that calls `init_process_group`, or
+        a set-up helper of its project that does (pangu's `init_dist`), has a plain DDP path
+        (`--dist`) beside its framework branch (`--use_deepspeed`): that path is checked."""
+        return self.uses_framework and not self.all_init_calls
+
+    @cached_property
+    def framework_loads(self) -> bool:
+        """A framework shards and re-seeds the program's loaders (Lightning's Trainer, accelerate's
+        `prepare`, Fabric): all but DeepSpeed, whose engine leaves the user's loaders alone."""
+        return self.framework_run or bool(self.framework_roots - {"deepspeed"})
 
     @cached_property
     def framework_writes(self) -> bool:

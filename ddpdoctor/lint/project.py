@@ -509,6 +509,7 @@ def passes_parameter(call: ast.Call, fact: str, prefix: str) -> bool:
 # Environment variables that name this process's rank before any group exists.
 ENV_RANKS = frozenset({"RANK", "LOCAL_RANK", "SLURM_PROCID", "SLURM_LOCALID", "PMI_RANK"})
 ENV_RANKS |= {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"}
+GLOBAL_ENV_RANKS = frozenset({"RANK", "SLURM_PROCID", "PMI_RANK", "OMPI_COMM_WORLD_RANK"})
 
 
 def reads_env_rank(node: ast.AST) -> bool:
@@ -529,6 +530,13 @@ def reads_env_rank(node: ast.AST) -> bool:
             and dotted(node.func) in ("os.environ.get", "os.getenv")  # type: ignore[attr-defined]
         )
     return False
+
+
+def _env_key(node: ast.AST) -> object:
+    """The variable a `reads_env_rank` expression reads: `"RANK"` of `os.environ["RANK"]`."""
+    if type(node) is ast.Subscript:
+        return getattr(node.slice, "value", None)
+    return getattr(node.args[0], "value", None) if type(node) is ast.Call and node.args else None
 
 
 def _names_rank(expr: ast.AST) -> bool:
@@ -1124,7 +1132,7 @@ def _hands_a_file_name(call: ast.Call) -> bool:
 BUILTIN_NAMES = frozenset(dir(builtins))
 
 
-def _through_a_star_import(callee: ast.expr, imported: set[str]) -> bool:
+def _through_a_star_import(callee: ast.expr, imported: Iterable[str]) -> bool:
     """A bare name, neither a builtin nor imported by name, in a module with `from tools
     import *` (UniMVSNet's `init_distributed_mode(args)`): it may come through the star."""
     return (
@@ -1264,10 +1272,16 @@ GLOBAL_RANK_ATTR = "global_rank_attr:"
 
 
 def _global_rank_attribute(node: ast.Assign) -> str | None:
-    """`args.rank = dist.get_rank()` / `torch.distributed.get_rank()`: the attribute's name."""
+    """`args.rank = dist.get_rank()` / `torch.distributed.get_rank()`, or the launcher's
+    global rank read from the environment (`args.rank = int(os.environ["RANK"])`, dl-tools'
+    dist_setup_launch): the attribute's name."""
     if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Attribute):
         return None
     value = node.value
+    if type(value) is ast.Call and _last(value.func) == "int" and len(value.args) == 1:
+        value = value.args[0]
+    if reads_env_rank(value) and _env_key(value) in GLOBAL_ENV_RANKS:
+        return node.targets[0].attr
     if not (isinstance(value, ast.Call) and _last(value.func) in ("get_rank", "get_global_rank")):
         return None
     if value.args or value.keywords:
@@ -2238,7 +2252,7 @@ def _names_an_import(index: ModuleIndex, call: ast.Call) -> bool:
     that most calls (methods of local values, builtins) fail."""
     func = call.func
     if type(func) is ast.Name:
-        return func.id in index.from_imports
+        return func.id in index.from_imports or _through_a_star_import(func, index.from_imports)
     if type(func) is ast.Call and func.args:  # `getattr(common_utils, "init_dist_%s" % l)(...)`
         func = func.args[0]
     while type(func) is ast.Attribute:
@@ -2264,8 +2278,11 @@ def ref_effects(index: ModuleIndex, ref: Ref) -> frozenset[str] | None:
     """What the project function an imported name stands for does (`init_processes`, handed
     as a Process target, or called); None when it is not one."""
     project: Project | None = index.project
-    if project is None or (ref[0] == "name" and ref[1] not in index.from_imports):
+    if project is None:
         return None
+    starred = any(k.startswith("*") for k in index.from_imports)
+    if ref[0] == "name" and ref[1] not in index.from_imports and not starred:
+        return None  # neither imported by name nor through `from utils import *`
     if ref[0] == "attr":
         head = ref[1].split(".", 1)[0]
         if head not in index.module_imports and head not in index.from_imports:

@@ -360,6 +360,8 @@ def _progress(
     func = call.func
     if name in ("tqdm", "trange") and kwarg(call, "disable") is None:
         return name
+    if name in ("Progress", "track") and index.qualname(func).startswith("rich.progress."):
+        return f"rich's {name}" if kwarg(call, "disable") is None else None
     if name == "write" and isinstance(func, ast.Attribute) and last_name(func.value) == "tqdm":
         return "tqdm.write"
     if name in LOG_LEVELS and isinstance(func, ast.Attribute):
@@ -373,6 +375,7 @@ def _progress(
     return None
 
 
+BARS = ("tqdm", "trange", "rich's Progress", "rich's track")  # what `_progress` calls a bar
 LOG_SETUP = ("basicConfig", "setLevel", "addFilter", "disable", "addHandler", "NullHandler")
 # Library helpers that set logging up per rank themselves (icefall.utils.setup_logger names the
 # log file by the rank and is used by icefall-style recipes outside icefall too).
@@ -1156,12 +1159,12 @@ def check(index: ModuleIndex) -> list[Hit]:
             # In a helper the loop calls (`validate()`), only a bar counts: its log calls are
             # often one line per epoch, and the logging set-up is seldom in view there.
             helper = index.scope_of(call)
-            if what not in ("tqdm", "trange") or helper not in index.loop_helpers:
+            if what not in BARS or helper not in index.loop_helpers:
                 continue
             where = f"in {getattr(helper, 'name', 'a helper')}(), which the training loop calls,"
         else:
             where = "in the training loop"
-        if what not in ("tqdm", "trange") and _mentions_rank(index, call, depth=2):
+        if what not in BARS and _mentions_rank(index, call, depth=2):
             continue  # `[rank {rank}] loss ...` is meant once per rank; N bars still clutter
         if every_rank_call(index, call) is not False:
             hits.append(

@@ -334,7 +334,7 @@ def _only_looked_at(index: ModuleIndex, call: ast.Call) -> bool:
 def check_missing_sampler(index: ModuleIndex) -> list[Hit]:
     """DDL002, in a DDP script or in a training loop a DDP program imports (not a test's
     helper: tests feed every rank the same batches on purpose, to compare the ranks)."""
-    if not (index.is_ddp_script or index.in_ddp_program) or index.uses_framework:
+    if not (index.is_ddp_script or index.in_ddp_program) or index.framework_loads:
         return []
     if index.in_ddp_program and _test_code(index.path or ""):
         return []
@@ -837,7 +837,7 @@ def _handed_to_project_trainer(
     project = index.project
     if (
         project is None
-        or index.uses_framework
+        or index.framework_loads
         or not index.all_init_calls
         or not any(index.calls_by_name.get(name) for name in OPTIMIZERS)
         or project.mentions_set_epoch()

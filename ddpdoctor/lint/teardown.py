@@ -373,10 +373,29 @@ def _hit(index: ModuleIndex, first: ast.Call, where: str, inits: list[ast.Call])
         if index.callee_name(first) == "init_process_group"
         else (f" (set up through {callee_label(first)}())")
     )
+    spawn = _spawn_of(index, first)
+    if spawn is not None:  # `mp.spawn(train, ...)` beside `train(0, ...)`: the many-GPU path
+        first, inits = spawn, [*inits, first]
     others = sorted({c.lineno for c in inits} - {first.lineno})
     return Hit(
         first,
         "DDL007",
         f"init_process_group without destroy_process_group {where}{how}",
         tuple((None, line, "another set-up call that no destroy follows") for line in others),
+    )
+
+
+def _spawn_of(index: ModuleIndex, call: ast.Call) -> ast.Call | None:
+    """The `mp.spawn(f, ...)` of this file that starts, in processes of their own, the project
+    function this call runs directly (so-vits-svc's one-GPU `train(0, ...)` beside
+    `mp.spawn(train, ...)`): where the program's group is made for several GPUs."""
+    if type(call.func) is not ast.Name:
+        return None
+    return next(
+        (
+            c
+            for c in index.calls_named("spawn", "start_processes")
+            if c.args and type(c.args[0]) is ast.Name and c.args[0].id == call.func.id
+        ),
+        None,
     )

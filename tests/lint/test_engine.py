@@ -330,6 +330,21 @@ def test_the_imagenet_fallback_without_a_gpu_index_is_a_warning() -> None:
     assert "args.gpu is None" in found[0].message
 
 
+def test_code_the_program_does_not_run_is_a_warning() -> None:
+    """A fail-level mistake in a function nothing in the script calls, or behind a switch the
+    script leaves off, is told as a warning saying why; the same load where it runs fails."""
+    path = Path(__file__).parent.parent / "fixtures" / "lint" / "ddl004_code_that_does_not_run.py"
+    found = lint_paths([str(path)])
+    assert [(f.line, f.code, f.level) for f in found] == [
+        (16, "DDL002", "warn"),
+        (32, "DDL004", "warn"),
+        (34, "DDL004", "fail"),
+    ]
+    assert "in inference(), which nothing in this file calls" in found[0].message
+    assert "only when RESUME is set: it is None here" in found[1].message
+    assert "only when" not in found[2].message
+
+
 @pytest.mark.parametrize(
     ("fixture", "levels", "said"),
     [
