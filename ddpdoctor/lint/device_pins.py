@@ -79,6 +79,8 @@ def _has_cpu_call(expr: ast.AST) -> bool:
 
 
 def _load_without_map_location(index: ModuleIndex) -> list[Hit]:
+    if _one_gpu_shown_per_rank(index):
+        return []  # each process sees its own GPU alone, as cuda:0: a load lands there
     hits: list[Hit] = []
     for call in index.calls_named("load"):
         if index.qualname(call.func) != "torch.load" or len(call.args) > 1:
@@ -152,9 +154,27 @@ def _in_evaluation(index: ModuleIndex, call: ast.Call) -> bool:
     trains nothing: a checkpoint read to be scored, often in a run of one process."""
     scope = index.scope_of(call)
     name = getattr(scope, "name", "").lower()
-    return any(name.startswith(w) for w in EVALUATION_WORDS) and scope not in {
+    if any(name.startswith(w) for w in EVALUATION_WORDS) and scope not in {
         index.scope_of(c) for c in index.training_calls
-    }
+    }:
+        return True
+    return _under_an_evaluation_switch(index, call)
+
+
+def _under_an_evaluation_switch(index: ModuleIndex, call: ast.Call) -> bool:
+    """In the body of an `if` that asks for an evaluation-only run (MeshGraphormer's
+    `if args.run_eval_only == True and ...: _model = torch.load(p)`)."""
+    child: ast.AST = call
+    for anc in index.ancestors(call):
+        if isinstance(anc, ast.If) and child in anc.body:
+            for node in ast.walk(anc.test):
+                word = (dotted(node) or "").rsplit(".", 1)[-1].lower()
+                if isinstance(node, (ast.Name, ast.Attribute)) and (
+                    word.startswith(("eval", "test")) or word.endswith(("eval_only", "_eval"))
+                ):
+                    return True
+        child = anc
+    return False
 
 
 def _scheduler_state(index: ModuleIndex, call: ast.Call) -> bool:
@@ -353,9 +373,17 @@ def _mapped_in_another_branch(index: ModuleIndex, call: ast.Call) -> bool:
 RESTORE_WORDS = ("state_dict", "weight", "snapshot", "checkpoint", "pretrain", "restore")
 
 
-def _restores(index: ModuleIndex, call: ast.Call) -> bool:
+def _restores(index: ModuleIndex, call: ast.Call, depth: int = 0) -> bool:
+    """A call that restores a module's or optimizer's state: by its name, or a function of
+    this file that makes such a call (VoCo's `model = load(model, model_dict)`)."""
     name = index.callee_name(call).lower()
-    return name != "load" and any(w in name for w in RESTORE_WORDS)
+    if name != "load" and any(w in name for w in RESTORE_WORDS):
+        return True
+    return depth < 2 and any(
+        _restores(index, inner, depth + 1)
+        for func in index.resolve_call(call)
+        for inner in index.calls_by_scope.get(id(func), ())
+    )
 
 
 def _grad_scaler_state(index: ModuleIndex, call: ast.Call) -> bool:
@@ -983,6 +1011,21 @@ def check(index: ModuleIndex) -> list[Hit]:
         + _global_rank_moves(index)
         + _ddp_on_uncovered_path(index)
         + _one_visible_gpu(index)
+    )
+
+
+def _one_gpu_shown_per_rank(index: ModuleIndex) -> bool:
+    """`os.environ["CUDA_VISIBLE_DEVICES"] = str(args.local_rank)` (scGPT's pretraining): each
+    process sees only its own GPU, as cuda:0, so what was saved from cuda:0 loads onto it."""
+    from ddpdoctor.lint.devices import rank_kind
+
+    return any(
+        len(a.targets) == 1
+        and isinstance(a.targets[0], ast.Subscript)
+        and dotted(a.targets[0].value) in ("os.environ", "environ")
+        and _str(a.targets[0].slice) == "CUDA_VISIBLE_DEVICES"
+        and rank_kind(index, a.value) == {"local"}
+        for a in index.assigns
     )
 
 

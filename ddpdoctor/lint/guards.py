@@ -659,6 +659,7 @@ def _rank0_flag(index: ModuleIndex, test: ast.AST, depth: int = 0) -> bool:
             # A parameter every call of this file fills with such a flag (gns: `train(...,
             # FLAGS.verbose)` after `FLAGS.verbose = dist.get_rank() == 0`).
             values = passed if all(v is not None for v in passed) else []
+        values = _without_one_process_default(index, values)
         if values and all(
             isinstance(v, ast.expr)
             and (implies_rank0(v) or (depth < 2 and _rank0_flag(index, v, depth + 1)))
@@ -666,6 +667,24 @@ def _rank0_flag(index: ModuleIndex, test: ast.AST, depth: int = 0) -> bool:
         ):
             return True
     return False
+
+
+def _without_one_process_default(index: ModuleIndex, values: list) -> list:
+    """A flag's values less a `True` it holds before a distributed branch makes it a rank test
+    (`logging = True`, then `if ddp: ...; logging = dist.get_rank() == 0`, torch-harmonics):
+    the True is the one-process run's, where rank 0 is all there is."""
+    ranked = [
+        v
+        for v in values
+        if isinstance(v, ast.expr) and implies_rank0(v) and distributed_branch(index, v)
+    ]
+    defaults = [v for v in values if is_const(v, True)]
+    if not ranked or not defaults:
+        return values
+    first = min(position(v) for v in ranked)
+    if any(position(v) > first for v in defaults):
+        return values  # switched on for everyone afterwards: not a default
+    return [v for v in values if not is_const(v, True)]
 
 
 def _none_off_rank0(index: ModuleIndex, test: ast.AST) -> bool:

@@ -280,12 +280,26 @@ def _writes_file(call: ast.Call, within: ast.AST | None = None) -> bool:
         if func.attr == "save" and dotted(func.value) == "torch" and len(call.args) > 1:
             target = (dotted(call.args[1]) or "").lower()
             return not any(w in target for w in IN_MEMORY_WORDS)
-    mode = open_mode(call)
+    mode = open_mode(call) or _h5_mode(call)
     if mode is not None:
         if isinstance(mode, ast.Name) and within is not None:
             mode = _parameter_default(within, mode.id)
-        return isinstance(mode, ast.Constant) and any(c in str(mode.value) for c in "wax")
+        # `open(tmp, "ab" if resume else "wb")`: it writes either way (torch-harmonics)
+        modes = [mode.body, mode.orelse] if isinstance(mode, ast.IfExp) else [mode]
+        return any(
+            isinstance(m, ast.Constant) and any(c in str(m.value) for c in "wax") for m in modes
+        )
     return False
+
+
+def _h5_mode(call: ast.Call) -> ast.expr | None:
+    """The mode of an HDF5 file opened as `h5py.File(path, "w")` (or `h5.File` after a local
+    `import h5py as h5`); None for any other call."""
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr == "File"):
+        return None
+    if len(call.args) > 1:
+        return call.args[1]
+    return next((k.value for k in call.keywords if k.arg == "mode"), None)
 
 
 def open_mode(call: ast.Call) -> ast.expr | None:
@@ -784,17 +798,20 @@ class FunctionTable(Mapping[str, FuncFacts]):
     def _method_facts(self, cls: str, method: str) -> FuncFacts:
         """One method of a class, parsed alone under a bare class header (its last definition,
         as Python keeps); its bare-name calls are the module's functions."""
-        spans = [(first, last) for m, first, last in self._methods.get(cls, ()) if m == method]
-        if not spans:
+        if not any(m == method for m, _, _ in self._methods.get(cls, ())):
             raise KeyError(f"{cls}.{method}")
-        text = _under_class(cls, [self._lines(*spans[-1])])
+        # With the methods it runs through `self.m()` (torch-harmonics' downloader: its
+        # prepare_dataset writes in self._download_file and self.convert_dataset).
         try:
-            func = ast.parse(text).body[0].body[0]  # type: ignore[attr-defined]
+            header = ast.parse(self._class_piece(cls, method)).body[0]
         except (SyntaxError, ValueError, RecursionError, MemoryError, IndexError):
             return FuncFacts()
-        if not isinstance(func, FUNC_TYPES):
+        defs = [f for f in getattr(header, "body", ()) if isinstance(f, FUNC_TYPES)]
+        func = next((f for f in reversed(defs) if f.name == method), None)
+        if func is None:
             return FuncFacts()
-        return _of_class(_function_facts(func, set(self._spans), self._imported), cls)
+        parts = _self_parts(defs, func)
+        return _of_class(_function_facts(func, set(self._spans), self._imported, parts), cls)
 
     def _facts_of(self, name: str) -> FuncFacts:
         methods = self._methods.get(name)
@@ -811,12 +828,12 @@ class FunctionTable(Mapping[str, FuncFacts]):
         facts = _function_facts(func, set(self._spans), self._imported, parts)
         return facts if methods is None else _of_class(facts, name)
 
-    def _class_piece(self, name: str) -> bytes:
-        """A class of only the methods its `__init__` may run through `self.m()`, found by
-        their text (a superset of the calls _constructor_parts follows), under a bare header:
+    def _class_piece(self, name: str, start: str = "__init__") -> bytes:
+        """A class of only the methods its `__init__` (or `start`) may run through `self.m()`,
+        found by their text (a superset of the calls _self_parts follows), under a bare header:
         a large class costs the lines of its constructor, not all of its own."""
         methods = self._methods[name]
-        wanted, todo = {"__init__"}, ["__init__"]
+        wanted, todo = {start}, [start]
         while todo:
             called = todo.pop()
             for method, first, last in methods:
@@ -882,24 +899,32 @@ def _constructor_parts(tree: ast.Module, defs: dict[str, ast.AST]) -> dict[int, 
         init = methods.get("__init__")
         if init is None or id(init) not in inits:
             continue
-        seen: list[ast.AST] = []
-        todo = [init]
-        while todo:
-            for node in _nodes(todo.pop()):
-                if (
-                    isinstance(node, ast.Call)
-                    and isinstance(node.func, ast.Attribute)
-                    and isinstance(node.func.value, ast.Name)
-                    and node.func.value.id == "self"
-                    and (m := methods.get(node.func.attr)) is not None
-                    and m is not init
-                    and m not in seen
-                ):
-                    seen.append(m)
-                    todo.append(m)
+        seen = _self_parts(list(methods.values()), init)
         if seen:
             out[id(init)] = seen
     return out
+
+
+def _self_parts(defs: list[ast.AST], start: ast.AST) -> list[ast.AST]:
+    """The methods (of `defs`, one class's) that `start` runs through `self.m()`, followed from
+    method to method."""
+    methods = {f.name: f for f in defs if isinstance(f, FUNC_TYPES)}
+    seen: list[ast.AST] = []
+    todo = [start]
+    while todo:
+        for node in _nodes(todo.pop()):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "self"
+                and (m := methods.get(node.func.attr)) is not None
+                and m is not start
+                and m not in seen
+            ):
+                seen.append(m)
+                todo.append(m)
+    return seen
 
 
 def _top_level_defs(tree: ast.Module) -> dict[str, ast.AST]:

@@ -952,6 +952,8 @@ def _after_init(index: ModuleIndex) -> list[tuple[ast.Call, ast.AST, ast.Call]]:
                 continue
             if not spawned and exclusive(index, point, call):
                 continue  # `if mode == "train": train(...)` / `elif ...: predict()`
+            if not spawned and _left_after(index, point, call, scope):
+                continue  # `if generate: model.load(...); ...; return`, then another mode
             out.append((point, scope, call))
     return out
 
@@ -1022,6 +1024,22 @@ def _leaves_before_the_set_up(index: ModuleIndex, node: ast.AST) -> bool:
         s is scope and position(node) < position(point) and _in_a_branch_that_leaves(index, node, s)
         for s, point in _set_up_path(index)
     )
+
+
+def _left_after(index: ModuleIndex, point: ast.AST, call: ast.AST, scope: ast.AST) -> bool:
+    """The set-up sits in a branch that returns or exits, and the call outside it
+    (lightweight-gan's cli: `if generate: model.load(...)` sets a group up, then returns; its
+    `if aug_test:` mode below never follows it)."""
+    child = point
+    for anc in index.ancestors(point):
+        if anc is scope:
+            return False
+        if isinstance(anc, ast.If) and child is not anc.test:
+            branch = anc.body if child in anc.body else anc.orelse
+            if exits(branch) and not any(call in ast.walk(stmt) for stmt in branch):
+                return True
+        child = anc
+    return False
 
 
 def _in_a_branch_that_leaves(index: ModuleIndex, node: ast.AST, scope: ast.AST) -> bool:

@@ -12,7 +12,7 @@ import re
 
 from ddpdoctor.lint.files import read_bytes
 from ddpdoctor.lint.finding import Hit
-from ddpdoctor.lint.guards import single_process_branch
+from ddpdoctor.lint.guards import exclusive, single_process_branch
 from ddpdoctor.lint.index import (
     FUNC_TYPES,
     NO_CONSTANT,
@@ -656,7 +656,10 @@ def _forgotten_siblings(
             f"{first.lineno}: every epoch uses the same order",
         )
         for g in getters
-        if bound[id(g)] and not bound[id(g)] & targets
+        if bound[id(g)]
+        and not bound[id(g)] & targets
+        # the other arm of `if args.multi_GPU:` (RNGDet++): the one-process run's loader
+        and not exclusive(index, g, first)
     ]
 
 
@@ -858,9 +861,37 @@ def _handed_to_project_trainer(
             recv = call.func.value if isinstance(call.func, ast.Attribute) else None
             made = [o for o in index.origins(recv) if isinstance(o, ast.Call)] if recv else []
             if any(_project_callee(index, c) for c in (call, *made)):
-                out[sampler] = call
+                if not any(_library_engine(index, c) for c in (call, *made)):
+                    out[sampler] = call
                 break
     return out
+
+
+def _library_engine(index: ModuleIndex, call: ast.Call, depth: int = 0) -> bool:
+    """The callee is a class of the project built on a library's base (fredzzhang's engine on
+    pocket's DistributedLearningEngine): the base runs the epochs, and may set them."""
+    from ddpdoctor.lint.project import callee_module
+
+    path = callee_module(index, call)
+    module = index.project.index_of(path) if index.project and path else None
+    name = last_name(call.func)
+    cls = module.classes.get(name) if module is not None else None
+    if module is None or cls is None or depth > 3:
+        return False
+    for base in cls.bases:
+        head = base
+        while isinstance(head, ast.Attribute):
+            head = head.value
+        if not isinstance(head, ast.Name):
+            continue
+        spec = module.from_imports.get(head.id)
+        origin = spec[0] if spec else module.module_imports.get(head.id, "")
+        if callee_module(module, ast.Call(func=base, args=[], keywords=[])) is not None:
+            if _library_engine(module, ast.Call(func=base, args=[], keywords=[]), depth + 1):
+                return True
+        elif origin and (spec is None or spec[1] == 0) and origin.split(".")[0] != "torch":
+            return True
+    return False
 
 
 def _project_callee(index: ModuleIndex, call: ast.Call) -> bool:
