@@ -258,7 +258,9 @@ CONTAMINATED |= {("fresh29", f"DDL00{n}") for n in range(8)}
 CONTAMINATED |= {("fresh30", f"DDL00{n}") for n in range(8)}
 # fresh31 (32 scripts, 29 repositories; four more blind reviewers) was run once at b711733 (the
 # session's second change to lint) before anything in it was read: 65 of 85 (DDL003 5/9, DDL004
-# 11/13, DDL006 24/35, DDL007 25/28), 1 fail-level false alarm.
+# 11/13, DDL006 24/35, DDL007 25/28), 1 fail-level false alarm. Then all its misses and false
+# alarms were read (session 21).
+CONTAMINATED |= {("fresh31", f"DDL00{n}") for n in range(8)}
 
 
 @dataclass

@@ -462,6 +462,19 @@ def _global_rank_as_device(index: ModuleIndex) -> list[Hit]:
                     "there (use LOCAL_RANK)",
                 )
             )
+    for call in index.calls_named("FullyShardedDataParallel", "FSDP"):
+        device = kwarg(call, "device_id")  # FSDP takes one device, not a list
+        if device is not None and device_value(index, device):
+            continue  # a device made from the rank: reported where it is made
+        if device is not None and rank_kind(index, device) == {"global"}:
+            hits.append(
+                Hit(
+                    device,
+                    "DDL004",
+                    "FSDP's device_id uses the global RANK; on a second node it names a GPU that "
+                    "is not there (use LOCAL_RANK)",
+                )
+            )
     for call in index.calls_named("set_device"):
         if call.args and device_value(index, call.args[0]):
             continue  # `device = torch.device(f"cuda:{rank}")`: reported where it is made

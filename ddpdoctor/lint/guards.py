@@ -218,9 +218,10 @@ DIST_SETTINGS = frozenset({"url", "backend", "port", "addr", "address", "method"
 
 
 def _dist_switch(name: str) -> bool:
-    """`args.dist_train`, `cfg.use_dist`: a flag with the word `dist` in its name."""
+    """`args.dist_train`, `cfg.use_dist`: a flag with the word `dist` in its name; `is_mp`,
+    BRIO's switch to mp.spawn's processes."""
     words = set(name.split("_"))
-    return "dist" in words and not words & DIST_SETTINGS
+    return bool(words & {"dist", "mp"}) and not words & DIST_SETTINGS
 
 
 GPU_COUNT_WORDS = ("ngpu", "n_gpu", "num_gpu", "gpus_per_node", "device_count", "nproc")
@@ -242,6 +243,21 @@ def gpu_count_above_one(test: ast.AST) -> bool:
     left, op, right = test.left, test.ops[0], test.comparators[0]
     name = (last_name(left.func) if isinstance(left, ast.Call) else last_name(left)).lower()
     if not any(w in name for w in GPU_COUNT_WORDS):
+        return False
+    return (isinstance(op, ast.Gt) and _int(right) == 1) or (
+        isinstance(op, ast.GtE) and _int(right) == 2
+    )
+
+
+def _several_gpu_ids(test: ast.AST) -> bool:
+    """`len(args.gpuid) > 1`: several GPU ids given, which mp.spawn scripts (BRIO) start one
+    process each for; asked where the script also sets its group up on that condition."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if not (isinstance(left, ast.Call) and last_name(left.func) == "len" and left.args):
+        return False
+    if "gpu" not in last_name(left.args[0]).lower():
         return False
     return (isinstance(op, ast.Gt) and _int(right) == 1) or (
         isinstance(op, ast.GtE) and _int(right) == 2
@@ -339,7 +355,7 @@ def _distributed_only(test: ast.AST) -> bool:
     """True only when several processes run: a distributed test, one operand of an `and`, a
     rank other than the first (`local_rank not in [-1, 0]`), or `local_rank == 0` (the
     one-process run of such scripts has rank -1; unsure, so yes)."""
-    if distributed_test(test):
+    if distributed_test(test) or _several_gpu_ids(test):
         return True
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return any(_distributed_only(v) for v in test.values)

@@ -864,11 +864,23 @@ class FunctionTable(Mapping[str, FuncFacts]):
         return facts
 
 
+def _self_method(expr: ast.AST | None) -> bool:
+    """`self.run`: a method of the object itself, handed over (not called)."""
+    return (
+        type(expr) is ast.Attribute
+        and type(expr.value) is ast.Name  # type: ignore[attr-defined]
+        and expr.value.id == "self"  # type: ignore[attr-defined]
+    )
+
+
 def _of_class(facts: FuncFacts, cls: str) -> FuncFacts:
     """A method's `super().m()` calls, told which class they were written in: the call runs
     the method of that class's bases (see Project.resolve)."""
     for refs in (facts.external, facts.part_external):
         refs[:] = [(*r, cls) if r[0] == SUPER and len(r) == 2 else r for r in refs]
+    # A method it starts as processes (LOTClass's `mp.spawn(self.mcp_dist, ...)`) is a method
+    # of the same class.
+    facts.spawned = {f"{cls}.{n[5:]}" if n.startswith("self.") else n for n in facts.spawned}
     return facts
 
 
@@ -1012,6 +1024,8 @@ def _call_fact(
         first = node.args[0] if node.args else None
         if effect == "spawns" and isinstance(first, ast.Name) and first.id in names:
             facts.spawned.add(first.id)
+        elif effect == "spawns" and _self_method(first):
+            facts.spawned.add(dotted(first) or "")  # `mp.spawn(self.mcp_dist, ...)`: _of_class
     elif last == "Process" and type(target := kwarg(node, "target")) is ast.Name:
         # `mp.Process(target=run, ...)` started per GPU (old fairseq's multiprocessing_train)
         if target.id in names:  # type: ignore[union-attr]
@@ -2058,7 +2072,7 @@ class Project:
             if not isinstance(table, FunctionTable):
                 return False
             if self._module_may_set_up(cls_mod, table) and any(
-                "init" in self.effects(cls_mod, f"{cls}.{m}")
+                {"init", SPAWNED_INIT} & self.effects(cls_mod, f"{cls}.{m}")
                 for m in table.methods(cls)
                 if m in called
             ):
