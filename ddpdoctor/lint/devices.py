@@ -514,7 +514,10 @@ def _bare_cuda_without_set_device(index: ModuleIndex) -> list[Hit]:
         return []
     # The first one a run reaches (not Person_reID's leftover `fliplr`), to show the mistake.
     bare = [c for c in bare if not index.unread(index.scope_of(c))] or bare
-    first = bare[0]
+    # The model's move, where there is one, before a batch's in a helper written above it
+    # (genvs' `sample()` moving images, defined before the `train()` that moves the model).
+    taken = [c for c in bare if _ddp_takes(index, c) is not None]
+    first = taken[0] if taken else bare[0]
     wrap = _wrapped_without_device_ids(index, first)
     if wrap is not None:  # the mistake shows where DDP takes the model: as tune marks it
         hits = [
@@ -529,7 +532,9 @@ def _bare_cuda_without_set_device(index: ModuleIndex) -> list[Hit]:
         hits = [Hit(first, "DDL004", BARE_CUDA)]
     # Each other model DDP takes after a bare .cuda() is a mistake of its own (a GAN's
     # generator and discriminator): the tensors of the loop are not, one finding says it.
-    for call in bare[1:]:
+    for call in bare:
+        if call is first:
+            continue
         ddp = _ddp_takes(index, call)
         if ddp is not None and _wrapped_without_device_ids(index, call) is None:
             hits.append(Hit(call, "DDL004", f"{BARE_CUDA} (DDP takes it on line {ddp.lineno})"))

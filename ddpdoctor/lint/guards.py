@@ -676,6 +676,10 @@ def _rank0_flag(index: ModuleIndex, test: ast.AST, depth: int = 0) -> bool:
             # FLAGS.verbose)` after `FLAGS.verbose = dist.get_rank() == 0`).
             values = passed if all(v is not None for v in passed) else []
         values = _without_one_process_default(index, values)
+        if any(isinstance(v, ast.expr) and implies_rank0(v) for v in values):
+            # `flag = rank == 0 and ...; flag |= not args.distributed`: true on rank 0, or in
+            # a run of one process
+            values = [v for v in values if not (isinstance(v, ast.expr) and nondistributed_test(v))]
         if values and all(
             isinstance(v, ast.expr)
             and (implies_rank0(v) or (depth < 2 and _rank0_flag(index, v, depth + 1)))

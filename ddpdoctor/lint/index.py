@@ -247,6 +247,10 @@ class ModuleIndex:
             elif t is ast.AnnAssign or t is ast.NamedExpr:
                 if node.value is not None:
                     self._bind(node.target, node.value, scope)
+            elif t is ast.AugAssign and type(node.op) is ast.BitOr:
+                # `is_save |= not args.multiprocessing_distributed` (LUPerson): the flag is
+                # also true wherever this is; a flag test reads each such value
+                self._bind(node.target, node.value, scope)
             elif t is ast.AugAssign:  # `step += 1`: a value we do not follow
                 self._bind(node.target, None, scope)
             elif t is ast.Global or t is ast.Nonlocal:

@@ -269,10 +269,12 @@ def written_path(call: ast.Call) -> ast.expr | None:
 
 
 def _writes_file(call: ast.Call, within: ast.AST | None = None) -> bool:
-    """`torch.save(...)` to a path, `open(path, "w"/"a")`, numpy's savers and shutil's copies:
-    a helper that writes a file. The mode may be a parameter of the function `within` whose
-    default writes (dnnlib's `Logger(file_name, file_mode="w")` doing `open(file_name,
-    file_mode)`)."""
+    """`torch.save(...)` to a path, `open(path, "w"/"a")`, numpy's savers and shutil's copies
+    (and the shell's): a helper that writes a file. The mode may be a parameter of the
+    function `within` whose default writes (dnnlib's `Logger(file_name, file_mode="w")` doing
+    `open(file_name, file_mode)`)."""
+    if shell_copy(call):
+        return True
     func = call.func
     if isinstance(func, ast.Attribute):
         if (dotted(func.value) or "", func.attr) in LIBRARY_WRITES:
@@ -290,6 +292,36 @@ def _writes_file(call: ast.Call, within: ast.AST | None = None) -> bool:
             isinstance(m, ast.Constant) and any(c in str(m.value) for c in "wax") for m in modes
         )
     return False
+
+
+SHELL_COPIES = ("cp", "mv", "rsync")
+
+
+def shell_copy(call: ast.Call) -> bool:
+    """`os.system(f"cp {a} {b}")` or `subprocess.run(["cp", src, dst])`: a file copied by the
+    shell (VoiceStar's resume, aardvark's trainer saving its launch script), a write like
+    shutil's, unless the command names the rank."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and call.args):
+        return False
+    where, what = func.value.id, func.attr
+    if not (
+        (where == "os" and what == "system")
+        or (where == "subprocess" and what in ("run", "call", "check_call", "Popen"))
+    ):
+        return False
+    command = call.args[0]
+    if isinstance(command, (ast.List, ast.Tuple)) and command.elts:
+        head = command.elts[0]
+        word = head.value if isinstance(head, ast.Constant) else None
+    elif isinstance(command, ast.JoinedStr) and command.values:
+        head = command.values[0]
+        word = head.value.split(" ", 1)[0] if isinstance(head, ast.Constant) else None
+    elif isinstance(command, ast.Constant) and isinstance(command.value, str):
+        word = command.value.split(" ", 1)[0]
+    else:
+        word = None
+    return word in SHELL_COPIES and not _names_rank(command)
 
 
 def _h5_mode(call: ast.Call) -> ast.expr | None:

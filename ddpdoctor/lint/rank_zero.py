@@ -52,6 +52,7 @@ from ddpdoctor.lint.project import (
     passes_switch,
     program_effects,
     project_target,
+    shell_copy,
     target_facts,
     wandb_off,
 )
@@ -201,6 +202,8 @@ def _write_kind(index: ModuleIndex, call: ast.Call) -> str | None:
         if name == "save_image" and kwarg(call, "fp") is not None:
             path = kwarg(call, "fp")
         return None if _mentions_rank(index, path) else f"{dotted(call.func) or name}(...)"
+    if shell_copy(call):
+        return f"{dotted(call.func)}(<a copy>)"
     if qual in FILE_SAVERS:
         path = _written_path(index, call)
         if path is None or _mentions_rank(index, path) or _copies_own_save(index, call):

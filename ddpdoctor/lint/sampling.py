@@ -450,6 +450,11 @@ def _counts_as_per_epoch(index: ModuleIndex, call: ast.Call, loop_called: set[as
     params = {a.arg for a in [*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs]}
     if call.args and isinstance(call.args[0], ast.Name) and call.args[0].id in params:
         return True
+    # `def train_epoch(self): self.train_sampler.set_epoch(self.epoch)` (a trainer whose base
+    # class runs the epochs and counts them on the object): once per epoch.
+    first = dotted(call.args[0]) if call.args else None
+    if first and first.startswith("self.") and "epoch" in first.lower():
+        return True
     return not any(index.scope_of(loop) is scope for loop in index.loops)
 
 
