@@ -233,6 +233,8 @@ def _shipped_weights(index: ModuleIndex, path: ast.AST) -> bool:
     if any(w in word.lower() for word in words for w in PRETRAINED_WORDS):
         return True
     name = _str(path)
+    if name is None and len(exprs) == 2:  # `p = "models/prnet.pth"`, then `torch.load(p)`
+        name = _str(exprs[1])
     if name is None:
         return False
     base = name.replace("\\", "/").rsplit("/", 1)[-1]
@@ -791,7 +793,7 @@ def _fewer_gpus_branch(index: ModuleIndex, node: ast.AST) -> bool:
 
 
 def _global_rank_moves(index: ModuleIndex) -> list[Hit]:
-    from ddpdoctor.lint.devices import device_string_rank, device_value, rank_kind
+    from ddpdoctor.lint.devices import device_alias, device_string_rank, device_value, rank_kind
 
     hits: list[Hit] = []
     for call in index.calls_named("load"):
@@ -817,6 +819,14 @@ def _global_rank_moves(index: ModuleIndex) -> list[Hit]:
         # (DUSt3R-Gaussian's): reported where the device is spelled, not at each use
         index_expr = device_string_rank(node.value)
         if index_expr is not None and rank_kind(index, index_expr) == {"global"}:
+            hits.append(Hit(node.value, "DDL004", GLOBAL_RANK_DEVICE))
+        elif (
+            len(node.targets) == 1
+            and rank_kind(index, node.value) == {"global"}
+            and device_alias(index, node.targets[0])
+        ):
+            # `device = args.rank`, then `.to(device)`: told once, where the rank becomes the
+            # device (idisc)
             hits.append(Hit(node.value, "DDL004", GLOBAL_RANK_DEVICE))
     for call in index.calls_named("to", "cuda", "device"):
         is_device = index.callee_name(call) == "device"

@@ -8,7 +8,7 @@ import ast
 import os
 
 from ddpdoctor.lint.finding import Hit
-from ddpdoctor.lint.guards import rank0_only
+from ddpdoctor.lint.guards import rank0_only, single_process_branch
 from ddpdoctor.lint.index import (
     DDP_NAMES,
     UNKNOWN,
@@ -412,9 +412,34 @@ def device_value(index: ModuleIndex, expr: ast.AST) -> bool:
     if not isinstance(expr, (ast.Name, ast.Attribute)) or (key := dotted(expr)) is None:
         return False
     values = _reaching(index, expr) or index.values_of(key, expr)
+    return (
+        bool(values)
+        and all(
+            (isinstance(v, ast.Call) and index.callee_name(v) == "device" and v.args)
+            or (isinstance(v, ast.expr) and device_string_rank(v) is not None)
+            for v in values
+        )
+        or (bool(values) and device_alias(index, expr, values))
+    )
+
+
+DEVICE_NAMES = frozenset({"device", "dev", "cuda_device", "gpu_device"})
+
+
+def device_alias(index: ModuleIndex, expr: ast.AST, values: list | None = None) -> bool:
+    """`device = args.rank` (idisc): a name kept as the device whose every value is the global
+    rank. DDL004 reports it where it is bound, not at each `.to(device)`."""
+    if last_name(expr) not in DEVICE_NAMES:
+        return False
+    if values is None:
+        values = index.values_of(dotted(expr) or "", expr)
+    # the one-process run's own device (`if not args.distributed: device = torch.device(...)`)
+    values = [v for v in values if not (isinstance(v, ast.AST) and single_process_branch(index, v))]
     return bool(values) and all(
-        (isinstance(v, ast.Call) and index.callee_name(v) == "device" and v.args)
-        or (isinstance(v, ast.expr) and device_string_rank(v) is not None)
+        isinstance(v, ast.expr)
+        and not isinstance(v, (ast.Constant, ast.JoinedStr, ast.BinOp))
+        and not (isinstance(v, ast.Call) and index.callee_name(v) in ("device", "format"))
+        and rank_kind(index, v) == {"global"}
         for v in values
     )
 
@@ -476,7 +501,11 @@ def _global_rank_as_device(index: ModuleIndex) -> list[Hit]:
                 )
             )
     for call in index.calls_named("set_device"):
-        if call.args and device_value(index, call.args[0]):
+        if (
+            call.args
+            and device_value(index, call.args[0])
+            and not device_alias(index, call.args[0])
+        ):
             continue  # `device = torch.device(f"cuda:{rank}")`: reported where it is made
         if call.args and rank_kind(index, call.args[0]) == {"global"}:
             hits.append(

@@ -210,6 +210,10 @@ def distributed_test(test: ast.AST) -> bool:
             return isinstance(op, (ast.Gt, ast.NotEq))
         if _rankish(left) and _int(right) == -1:
             return isinstance(op, (ast.NotEq, ast.Gt))
+        if _rankish(left) and _int(right) == 0:
+            return isinstance(op, ast.GtE)  # `if local_rank >= 0:` (-1 when not launched)
+    # Not `dist_mode == "ddp"`: its other arm may be FSDP's (relora's distributed_type), no
+    # run of one process.
     return False
 
 

@@ -357,6 +357,8 @@ def test_code_the_program_does_not_run_is_a_warning() -> None:
             [(14, "warn"), (15, "warn"), (21, "fail")],
             "evaluation pass",
         ),
+        # A fixed file named once, then loaded through the name.
+        ("ddl004_fixed_file_named_once.py", [(17, "warn")], "does not save"),
         # A load under an evaluation-only switch; the training run's resume.
         ("ddl004_evaluation_switch.py", [(22, "warn"), (26, "fail")], "evaluation pass"),
         # Weights loaded with strict=False were made for another model; the resume is ours.
