@@ -268,7 +268,9 @@ CONTAMINATED |= {("fresh31", f"DDL00{n}") for n in range(8)}
 CONTAMINATED |= {("fresh32", f"DDL00{n}") for n in range(8)}
 # fresh33 (34 scripts, 33 repositories; four more blind reviewers) was run once at 5672127 (the
 # session's fourth change to lint) before anything in it was read: 57 of 78 (DDL001 0/4, DDL002
-# 1/2, DDL003 5/7, DDL004 6/10, DDL006 25/34, DDL007 20/21), 4 fail-level false alarms.
+# 1/2, DDL003 5/7, DDL004 6/10, DDL006 25/34, DDL007 20/21), 4 fail-level false alarms. Then
+# all its misses and false alarms were read (session 21).
+CONTAMINATED |= {("fresh33", f"DDL00{n}") for n in range(8)}
 
 
 @dataclass

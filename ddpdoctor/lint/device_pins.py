@@ -339,10 +339,13 @@ def _per_rank_path(index: ModuleIndex, path: ast.AST, depth: int = 0) -> bool:
         return True
     if depth > 2:
         return False
+    # The values of names the path reads, not of objects it takes an attribute of (`net.name`
+    # of a `net` that DDP wraps with the local rank, laisimiao's cifar10 script).
+    bases = {id(n.value) for n in ast.walk(path) if isinstance(n, ast.Attribute)}
     return any(
         isinstance(v, ast.AST) and _per_rank_path(index, v, depth + 1)
         for n in ast.walk(path)
-        if isinstance(n, ast.Name)
+        if isinstance(n, ast.Name) and id(n) not in bases
         for v in index.values_of(n.id, n)
     )
 

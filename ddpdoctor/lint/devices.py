@@ -250,11 +250,20 @@ def _rank_kind(index: ModuleIndex, expr: ast.AST, depth: int) -> set[str]:
 
 def _unpacked_return(index: ModuleIndex, name: ast.Name, depth: int) -> set[str]:
     """The kind of rank a name unpacked from a helper's tuple holds (`r, wsz = init()` with
-    `init` returning `dist.get_rank(), dist.get_world_size()`): the same place of each tuple the
-    helper returns, in this file or in the project module it is imported from. Empty when the
-    name is bound otherwise or the helper returns no tuple of that length."""
-    scope = index.scope_of(name)
+    `init` returning `dist.get_rank(), dist.get_world_size()`): see unpacked_places. Empty
+    when the name is bound otherwise or the helper returns no tuple of that length."""
     kinds: set[str] = set()
+    for owner, expr in unpacked_places(index, name):
+        kinds |= rank_kind(owner, expr, depth + 1)
+    return kinds
+
+
+def unpacked_places(index: ModuleIndex, name: ast.Name) -> list[tuple[ModuleIndex, ast.expr]]:
+    """What a name unpacked from a call's tuple (`a, b = helper()`) may hold: the same place of
+    each tuple the helper returns, with the module it is written in (this file, or the
+    project module the helper is imported from)."""
+    scope = index.scope_of(name)
+    out: list[tuple[ModuleIndex, ast.expr]] = []
     for assign in index.assigns:
         target = assign.targets[0] if len(assign.targets) == 1 else None
         if not isinstance(target, (ast.Tuple, ast.List)) or index.scope_of(assign) is not scope:
@@ -263,12 +272,12 @@ def _unpacked_return(index: ModuleIndex, name: ast.Name, depth: int) -> set[str]
         if not places or any(type(e) is ast.Starred for e in target.elts):
             continue
         if not isinstance(assign.value, ast.Call):
-            return set()
+            return []
         for owner, ret in _returns_of(index, assign.value):
             value = ret.value
             if isinstance(value, ast.Tuple) and len(value.elts) == len(target.elts):
-                kinds |= rank_kind(owner, value.elts[places[0]], depth + 1)
-    return kinds
+                out.append((owner, value.elts[places[0]]))
+    return out
 
 
 def _returns_of(index: ModuleIndex, call: ast.Call) -> list[tuple[ModuleIndex, ast.Return]]:

@@ -679,6 +679,14 @@ def _rank0_flag(index: ModuleIndex, test: ast.AST, depth: int = 0) -> bool:
             # A parameter every call of this file fills with such a flag (gns: `train(...,
             # FLAGS.verbose)` after `FLAGS.verbose = dist.get_rank() == 0`).
             values = passed if all(v is not None for v in passed) else []
+        if (
+            values
+            and all(not isinstance(v, ast.expr) for v in values)
+            and depth < 2
+            and isinstance(atom, ast.Name)
+            and _unpacked_rank0_flag(index, atom)
+        ):
+            return True  # `default_gpu, n_gpu, device = set_cuda(opts)`: the helper's
         values = _without_one_process_default(index, values)
         if any(isinstance(v, ast.expr) and implies_rank0(v) for v in values):
             # `flag = rank == 0 and ...; flag |= not args.distributed`: true on rank 0, or in
@@ -686,11 +694,51 @@ def _rank0_flag(index: ModuleIndex, test: ast.AST, depth: int = 0) -> bool:
             values = [v for v in values if not (isinstance(v, ast.expr) and nondistributed_test(v))]
         if values and all(
             isinstance(v, ast.expr)
-            and (implies_rank0(v) or (depth < 2 and _rank0_flag(index, v, depth + 1)))
+            and (
+                implies_rank0(v)
+                or _first_spawned(index, v)
+                or (depth < 2 and _rank0_flag(index, v, depth + 1))
+            )
             for v in values
         ):
             return True
     return False
+
+
+def _first_spawned(index: ModuleIndex, test: ast.AST) -> bool:
+    """`worker_idx == 0` where `worker_idx` is the index mp.spawn hands its worker: the first
+    process (Reaction-Reasoning-Network's `verbose`)."""
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and isinstance(test.left, ast.Name)
+        and is_const(test.comparators[0], 0)
+        and (id(index.scope_of(test)), test.left.id) in index.spawn_index_params
+    )
+
+
+def _unpacked_rank0_flag(index: ModuleIndex, name: ast.Name) -> bool:
+    """A flag unpacked from a set-up helper's tuple whose values in that place are rank-0
+    tests there, but for a one-process default (VLN-DUET's set_cuda: `return True, 0, cpu`
+    without CUDA, `default_gpu = dist.get_rank() == 0` when distributed, True otherwise)."""
+    from ddpdoctor.lint.devices import unpacked_places
+
+    places = unpacked_places(index, name)
+    if not places:
+        return False
+    owners = {id(owner): owner for owner, _ in places}
+    for key, owner in owners.items():
+        values: list = []
+        for other, expr in places:
+            if id(other) != key:
+                continue
+            found = owner.values_of(expr.id, expr) if isinstance(expr, ast.Name) else []
+            values += found or [expr]
+        values = _without_one_process_default(owner, values)
+        if not values or not all(isinstance(v, ast.expr) and implies_rank0(v) for v in values):
+            return False
+    return True
 
 
 def _without_one_process_default(index: ModuleIndex, values: list) -> list:
@@ -706,8 +754,9 @@ def _without_one_process_default(index: ModuleIndex, values: list) -> list:
     if not ranked or not defaults:
         return values
     first = min(position(v) for v in ranked)
-    if any(position(v) > first for v in defaults):
+    if any(position(v) > first and not single_process_branch(index, v) for v in defaults):
         return values  # switched on for everyone afterwards: not a default
+    # before the rank test, or in the else of the distributed test (VLN-DUET's set_cuda)
     return [v for v in values if not is_const(v, True)]
 
 
@@ -780,6 +829,18 @@ def under_off_rank0_test(index: ModuleIndex, node: ast.AST) -> bool:
     """Inside a branch of its own function that only the ranks other than 0 run."""
     return _under_if(
         index, node, lambda test, body: only_off_rank0(test) if body else else_off_rank0(test)
+    )
+
+
+def off_rank0_branch(index: ModuleIndex, node: ast.AST) -> bool:
+    """Inside a branch only the other ranks run, the test a rank-0 flag's too (VLN-DUET's
+    `if default_gpu: ... else: LOGGER.disabled = True`)."""
+    return _under_if(
+        index,
+        node,
+        lambda test, body: (
+            only_off_rank0(test) if body else else_off_rank0(test) or _rank0_flag(index, test)
+        ),
     )
 
 

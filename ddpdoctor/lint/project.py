@@ -256,6 +256,7 @@ IN_MEMORY_WORDS = ("buf", "mem", "bytes", "stream")
 LIBRARY_WRITES = {("np", n): 0 for n in ("save", "savez", "savez_compressed", "savetxt")}
 LIBRARY_WRITES |= {("numpy", n): 0 for n in ("save", "savez", "savez_compressed", "savetxt")}
 LIBRARY_WRITES |= {("shutil", n): 1 for n in ("copy", "copyfile", "copy2")}
+LIBRARY_WRITES |= {("OmegaConf", "save"): 1}  # `OmegaConf.save(config, path)` (xcodec's config)
 
 
 def written_path(call: ast.Call) -> ast.expr | None:

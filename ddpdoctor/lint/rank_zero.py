@@ -16,6 +16,7 @@ from ddpdoctor.lint.guards import (
     exclusive,
     exits,
     guarded_locally,
+    off_rank0_branch,
     rank0_function,
     rank0_goes_first,
     rank0_name,
@@ -25,6 +26,7 @@ from ddpdoctor.lint.index import (
     FUNC_TYPES,
     ModuleIndex,
     dotted,
+    is_const,
     kwarg,
     last_name,
     param_default,
@@ -72,13 +74,16 @@ def _mentions_rank(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> 
     messages (`[GPU{gpu_id}]`) are meant per rank."""
     if expr is None:
         return False
+    # `net.name` in a path: the attribute's values count, not every value of `net` (the DDP
+    # that wraps it with `device_ids=[args.local_rank]`, in laisimiao's cifar10 script)
+    bases = {id(n.value) for n in ast.walk(expr) if isinstance(n, ast.Attribute)}
     for node in ast.walk(expr):
         name = last_name(node).lower() if isinstance(node, (ast.Name, ast.Attribute)) else ""
         if any(w in name for w in MATRIX_RANKS):
             continue  # `lora_rank`: the rank of a low-rank adapter, not of a process
         if name and (any(w in name for w in RANKISH) or name in RANK_NAMES or name in PER_PROCESS):
             return True
-        if isinstance(node, ast.Name) and depth < 2:
+        if isinstance(node, ast.Name) and depth < 2 and id(node) not in bases:
             for value in index.values_of(node.id, node):
                 if isinstance(value, ast.AST) and _mentions_rank(index, value, depth + 1):
                     return True
@@ -113,6 +118,7 @@ FILE_SAVERS = {
     f"{'numpy' if module == 'np' else module}.{name}": at
     for (module, name), at in LIBRARY_WRITES.items()
 }
+FILE_SAVERS["omegaconf.OmegaConf.save"] = 1  # as imported: `from omegaconf import OmegaConf`
 WRITE_CALLS += tuple({name for _, name in LIBRARY_WRITES})
 
 
@@ -373,12 +379,25 @@ def _progress(
             (recv == "logging" and not quiet)
             or (recv in loggers and _plain_logger_here(index, func.value))
             or (recv in file_loggers and _file_logger_here(index, func.value))
-        ):
+        ) and not _disabled_off_rank0(index, recv):
             return f"{recv}.{name}"
     return None
 
 
 BARS = ("tqdm", "trange", "rich's Progress", "rich's track")  # what `_progress` calls a bar
+
+
+def _disabled_off_rank0(index: ModuleIndex, recv: str) -> bool:
+    """`LOGGER.disabled = True` on the ranks other than 0 (VLN-DUET): its calls are rank 0's."""
+    return any(
+        len(a.targets) == 1
+        and dotted(a.targets[0]) == f"{recv}.disabled"
+        and is_const(a.value, True)
+        and off_rank0_branch(index, a)
+        for a in index.assigns
+    )
+
+
 LOG_SETUP = ("basicConfig", "setLevel", "addFilter", "disable", "addHandler", "NullHandler")
 # Library helpers that set logging up per rank themselves (icefall.utils.setup_logger names the
 # log file by the rank and is used by icefall-style recipes outside icefall too).
