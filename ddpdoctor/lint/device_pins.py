@@ -621,7 +621,7 @@ def _device_literal(index: ModuleIndex, call: ast.Call) -> str | None:
 def _hard_coded_device(index: ModuleIndex) -> list[Hit]:
     if "CUDA_VISIBLE_DEVICES" in index.strings:
         return []  # one visible GPU per process: cuda:0 is each rank's own
-    has_set_device = bool(index.calls_by_name.get("set_device")) or (
+    has_set_device = bool(index.calls_by_name.get("set_device") or index.library_inits) or (
         "set_device" in program_effects(index)
     )
     # A bare "cuda" is each rank's own GPU once set_device ran. A module that does not set the

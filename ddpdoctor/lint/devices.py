@@ -531,7 +531,7 @@ def _global_rank_as_device(index: ModuleIndex) -> list[Hit]:
 def _bare_cuda_without_set_device(index: ModuleIndex) -> list[Hit]:
     if not index.all_init_calls or index.calls_by_name.get("set_device") or index.framework_run:
         return []
-    if "set_device" in program_effects(index):
+    if "set_device" in program_effects(index) or index.library_inits:
         return []  # a helper of the project (init_distributed_mode) picks the GPU
     if "CUDA_VISIBLE_DEVICES" in index.strings:
         return []

@@ -776,6 +776,9 @@ def _none_off_rank0(index: ModuleIndex, test: ast.AST) -> bool:
         return _attribute_none_off_rank0(index, dotted(name))
     if not isinstance(name, ast.Name):
         return False
+    values = index.values_of(name.id, test)
+    if values and all(isinstance(v, ast.Call) and _returns_on_rank0_only(index, v) for v in values):
+        return True  # `measures = online_eval(...)`, None off rank 0 (URCDC-Depth)
     scope = index.scope_of(test)
     cache: dict[tuple[int, str], bool] = index.__dict__.setdefault("_none_off_rank0", {})
     key = (id(scope), name.id)
@@ -793,6 +796,24 @@ def _tracker_started_on_rank0(index: ModuleIndex) -> bool:
         cached = bool(starts) and all(guarded_locally(index, c) for c in starts)
         index.__dict__["_tracker_started_on_rank0"] = cached
     return cached
+
+
+def _returns_on_rank0_only(index: ModuleIndex, call: ast.Call) -> bool:
+    """A function of this file whose every return of a value is rank 0's (`if not
+    args.multiprocessing_distributed or gpu == 0: ... return measures`, then `return None`):
+    what it hands back is None on the other ranks."""
+    funcs = index.resolve_call(call)
+    if not funcs:
+        return False
+    for func in funcs:
+        values = [
+            r
+            for r in index.returns
+            if index.scope_of(r) is func and r.value is not None and not is_const(r.value, None)
+        ]
+        if not values or not all(guarded_locally(index, r) for r in values):
+            return False
+    return True
 
 
 def _attribute_none_off_rank0(index: ModuleIndex, key: str | None) -> bool:

@@ -162,6 +162,10 @@ def is_const(expr: ast.AST | None, value: object) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is value
 
 
+# Library helpers that make the default process group (and leave its teardown to the caller).
+LIBRARY_INITS = frozenset(
+    {"mmcv.runner.init_dist", "mmcv.runner.dist_utils.init_dist", "mmengine.dist.init_dist"}
+)
 FRAMEWORKS = frozenset(
     {"accelerate", "lightning", "pytorch_lightning", "deepspeed", "fabric", "composer"}
 )
@@ -408,11 +412,19 @@ class ModuleIndex:
 
     @cached_property
     def all_init_calls(self) -> list[ast.Call]:
-        """init_process_group here, and calls into the project's own modules that run it
-        (`utils.init_distributed_mode(args)`)."""
+        """init_process_group here, calls into the project's own modules that run it
+        (`utils.init_distributed_mode(args)`), and the set-up helpers of libraries that make
+        the default group and never destroy it (mmcv's `init_dist("pytorch")`)."""
         from ddpdoctor.lint.project import external_init_calls
 
-        return sorted(self.init_calls + external_init_calls(self), key=position)
+        return sorted(
+            self.init_calls + external_init_calls(self) + self.library_inits, key=position
+        )
+
+    @cached_property
+    def library_inits(self) -> list[ast.Call]:
+        """Calls of LIBRARY_INITS, which also pin each process's GPU (`set_device`)."""
+        return [c for c in self.calls_named("init_dist") if self.qualname(c.func) in LIBRARY_INITS]
 
     @cached_property
     def is_ddp_script(self) -> bool:

@@ -274,7 +274,7 @@ def _writes_file(call: ast.Call, within: ast.AST | None = None) -> bool:
     (and the shell's): a helper that writes a file. The mode may be a parameter of the
     function `within` whose default writes (dnnlib's `Logger(file_name, file_mode="w")` doing
     `open(file_name, file_mode)`)."""
-    if shell_copy(call):
+    if shell_copy(call) or _loguru_file_sink(call):
         return True
     func = call.func
     if isinstance(func, ast.Attribute):
@@ -284,6 +284,8 @@ def _writes_file(call: ast.Call, within: ast.AST | None = None) -> bool:
             target = (dotted(call.args[1]) or "").lower()
             return not any(w in target for w in IN_MEMORY_WORDS)
     mode = open_mode(call) or _h5_mode(call)
+    if mode is not None and "devnull" in (dotted(opened_path(call)) or ""):
+        return False  # `sys.stdout = open(os.devnull, "w")`: silencing, not writing a file
     if mode is not None:
         if isinstance(mode, ast.Name) and within is not None:
             mode = _parameter_default(within, mode.id)
@@ -293,6 +295,22 @@ def _writes_file(call: ast.Call, within: ast.AST | None = None) -> bool:
             isinstance(m, ast.Constant) and any(c in str(m.value) for c in "wax") for m in modes
         )
     return False
+
+
+def _loguru_file_sink(call: ast.Call) -> bool:
+    """`logger.add(log_dir.joinpath("output.txt"), ...)`: loguru's sink that is a file (WavCaps'
+    set_logger), not a stream (`sys.stdout`) nor a function."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "add" and call.args):
+        return False
+    if dotted(func.value) not in ("logger", "loguru.logger"):
+        return False
+    sink = call.args[0]
+    if isinstance(sink, ast.Constant):
+        return isinstance(sink.value, str)
+    if isinstance(sink, ast.JoinedStr):
+        return True
+    return isinstance(sink, ast.Call) and _last(sink.func) in ("joinpath", "join", "Path")
 
 
 SHELL_COPIES = ("cp", "mv", "rsync")
@@ -487,6 +505,42 @@ def _optional_switch(node: ast.AST, func: ast.AST) -> str | None:
         if isinstance(default, ast.Constant) and default.value in (None, False):
             where = positional.index(test.id) if test.id in positional else -1
             return f"{WRITES_IF}{test.id}:{where}"
+    name = _returned_early_without(node, func)
+    if name is not None:
+        where = positional.index(name) if name in positional else -1
+        return f"{WRITES_IF}{name}:{where}"
+    return None
+
+
+def _returned_early_without(node: ast.AST, func: ast.AST) -> str | None:
+    """The parameter (defaulting to None or False) whose absence makes the function return
+    before the write (mvdust3r's `pcd_render(..., tgt=None)`: `if tgt is None: return
+    images`, then the video file): the write happens only when it is handed one."""
+    body = getattr(func, "body", [])
+    holder = next((stmt for stmt in body if node in ast.walk(stmt)), None)
+    if holder is None:
+        return None
+    for stmt in body[: body.index(holder)]:
+        if not (isinstance(stmt, ast.If) and not stmt.orelse and stmt.body):
+            continue
+        if not isinstance(stmt.body[-1], (ast.Return, ast.Raise)):
+            continue
+        test = stmt.test
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test = test.operand
+        elif (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Is)
+            and is_const(test.comparators[0], None)
+        ):
+            test = test.left
+        else:
+            continue
+        if isinstance(test, ast.Name):
+            default = _parameter_default(func, test.id)
+            if isinstance(default, ast.Constant) and default.value in (None, False):
+                return test.id
     return None
 
 
@@ -587,12 +641,36 @@ def _env_key(node: ast.AST) -> object:
 
 
 def _names_rank(expr: ast.AST) -> bool:
-    """A rank in the expression (`args.rank`, `local_rank`, `get_rank()`)."""
+    """A rank in the expression (`args.rank`, `local_rank`, `get_rank()`), or a timestamp to
+    the microsecond (`f"output_{time.time()}.mp4"`, mvdust3r's renders): a name of its own."""
     for node in ast.walk(expr):
         name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", "")
         if "rank" in name.lower():
             return True
-    return False
+    return timestamp(expr)
+
+
+# What turns a timestamp back into one the processes share (minutes, seconds, a whole number).
+COARSE_TIME = frozenset({"localtime", "gmtime", "strftime", "fromtimestamp", "int", "round"})
+
+
+def timestamp(expr: ast.AST) -> bool:
+    """`time.time()` / `time.time_ns()` in the expression, as it is (`f"output_{time.time()}"`):
+    a value no two processes share; not once made coarse (`strftime(..., localtime(
+    time.time()))`, GeoMVSNet's log name, is the same minute on every rank)."""
+    coarse = {
+        id(a)
+        for n in ast.walk(expr)
+        if type(n) is ast.Call and _last(n.func) in COARSE_TIME  # type: ignore[attr-defined]
+        for a in ast.walk(n)
+        if a is not n
+    }
+    return any(
+        type(n) is ast.Call
+        and dotted(n.func) in ("time.time", "time.time_ns")  # type: ignore[attr-defined]
+        and id(n) not in coarse
+        for n in ast.walk(expr)
+    )
 
 
 def _per_rank_file(call: ast.Call, func: ast.AST) -> bool:

@@ -56,6 +56,7 @@ from ddpdoctor.lint.project import (
     project_target,
     shell_copy,
     target_facts,
+    timestamp,
     wandb_off,
 )
 
@@ -76,6 +77,8 @@ def _mentions_rank(index: ModuleIndex, expr: ast.AST | None, depth: int = 0) -> 
         return False
     # `net.name` in a path: the attribute's values count, not every value of `net` (the DDP
     # that wraps it with `device_ids=[args.local_rank]`, in laisimiao's cifar10 script)
+    if timestamp(expr):
+        return True  # `f"output_{time.time()}.mp4"`: a file of its own per call
     bases = {id(n.value) for n in ast.walk(expr) if isinstance(n, ast.Attribute)}
     for node in ast.walk(expr):
         name = last_name(node).lower() if isinstance(node, (ast.Name, ast.Attribute)) else ""
