@@ -165,6 +165,7 @@ def is_const(expr: ast.AST | None, value: object) -> bool:
 # Library helpers that make the default process group (and leave its teardown to the caller).
 LIBRARY_INITS = frozenset(
     {"mmcv.runner.init_dist", "mmcv.runner.dist_utils.init_dist", "mmengine.dist.init_dist"}
+    | {"timm.utils.init_distributed_device", "timm.utils.distributed.init_distributed_device"}
 )
 FRAMEWORKS = frozenset(
     {"accelerate", "lightning", "pytorch_lightning", "deepspeed", "fabric", "composer"}
@@ -424,7 +425,11 @@ class ModuleIndex:
     @cached_property
     def library_inits(self) -> list[ast.Call]:
         """Calls of LIBRARY_INITS, which also pin each process's GPU (`set_device`)."""
-        return [c for c in self.calls_named("init_dist") if self.qualname(c.func) in LIBRARY_INITS]
+        return [
+            c
+            for c in self.calls_named("init_dist", "init_distributed_device")
+            if self.qualname(c.func) in LIBRARY_INITS
+        ]
 
     @cached_property
     def is_ddp_script(self) -> bool:
