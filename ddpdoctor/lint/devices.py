@@ -263,6 +263,16 @@ def unpacked_places(index: ModuleIndex, name: ast.Name) -> list[tuple[ModuleInde
     each tuple the helper returns, with the module it is written in (this file, or the
     project module the helper is imported from)."""
     scope = index.scope_of(name)
+    cache: dict = index.__dict__.setdefault("_unpacked_places", {})
+    key = (id(scope), name.id)
+    if key not in cache:  # asked for each use of the name
+        cache[key] = (scope, _unpacked_places(index, name, scope))
+    return cache[key][1]
+
+
+def _unpacked_places(
+    index: ModuleIndex, name: ast.Name, scope: ast.AST
+) -> list[tuple[ModuleIndex, ast.expr]]:
     out: list[tuple[ModuleIndex, ast.expr]] = []
     for assign in index.assigns:
         target = assign.targets[0] if len(assign.targets) == 1 else None

@@ -776,14 +776,15 @@ def _none_off_rank0(index: ModuleIndex, test: ast.AST) -> bool:
         return _attribute_none_off_rank0(index, dotted(name))
     if not isinstance(name, ast.Name):
         return False
-    values = index.values_of(name.id, test)
-    if values and all(isinstance(v, ast.Call) and _returns_on_rank0_only(index, v) for v in values):
-        return True  # `measures = online_eval(...)`, None off rank 0 (URCDC-Depth)
     scope = index.scope_of(test)
     cache: dict[tuple[int, str], bool] = index.__dict__.setdefault("_none_off_rank0", {})
     key = (id(scope), name.id)
     if key not in cache:  # the same for every test of this name in this function
-        cache[key] = _none_off_rank0_in(index, scope, name.id)
+        values = index.values_of(name.id, test)
+        cache[key] = (
+            bool(values)
+            and all(isinstance(v, ast.Call) and _returns_on_rank0_only(index, v) for v in values)
+        ) or _none_off_rank0_in(index, scope, name.id)  # `measures = online_eval(...)`: URCDC
     return cache[key]
 
 

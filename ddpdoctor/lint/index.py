@@ -423,6 +423,11 @@ class ModuleIndex:
         )
 
     @cached_property
+    def has_star_import(self) -> bool:
+        """`from utils import *` somewhere here: a bare name may come through it."""
+        return any(k.startswith("*") for k in self.from_imports)
+
+    @cached_property
     def library_inits(self) -> list[ast.Call]:
         """Calls of LIBRARY_INITS, which also pin each process's GPU (`set_device`)."""
         return [

@@ -2402,7 +2402,9 @@ def _names_an_import(index: ModuleIndex, call: ast.Call) -> bool:
     that most calls (methods of local values, builtins) fail."""
     func = call.func
     if type(func) is ast.Name:
-        return func.id in index.from_imports or _through_a_star_import(func, index.from_imports)
+        return func.id in index.from_imports or (
+            index.has_star_import and func.id not in BUILTIN_NAMES
+        )
     if type(func) is ast.Call and func.args:  # `getattr(common_utils, "init_dist_%s" % l)(...)`
         func = func.args[0]
     while type(func) is ast.Attribute:
@@ -2430,8 +2432,7 @@ def ref_effects(index: ModuleIndex, ref: Ref) -> frozenset[str] | None:
     project: Project | None = index.project
     if project is None:
         return None
-    starred = any(k.startswith("*") for k in index.from_imports)
-    if ref[0] == "name" and ref[1] not in index.from_imports and not starred:
+    if ref[0] == "name" and ref[1] not in index.from_imports and not index.has_star_import:
         return None  # neither imported by name nor through `from utils import *`
     if ref[0] == "attr":
         head = ref[1].split(".", 1)[0]
