@@ -34,6 +34,7 @@ from ddpdoctor.lint.index import (
     is_const,
     kwarg,
     last_name,
+    none_tested,
     position,
     statement_block,
 )
@@ -989,15 +990,9 @@ def _when_no_gpu_is_given(index: ModuleIndex, node: ast.AST) -> str | None:
     child = node
     for anc in index.ancestors(node):
         if isinstance(anc, ast.If) and child in anc.orelse:
-            test = anc.test
-            if (
-                isinstance(test, ast.Compare)
-                and len(test.ops) == 1
-                and isinstance(test.ops[0], ast.IsNot)
-                and is_const(test.comparators[0], None)
-                and last_name(test.left).lower() in GPU_GIVEN
-            ):
-                return dotted(test.left)
+            tested = none_tested(anc.test, given=True)
+            if tested is not None and last_name(tested).lower() in GPU_GIVEN:
+                return dotted(tested)
         child = anc
     return None
 

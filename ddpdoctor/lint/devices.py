@@ -183,9 +183,9 @@ def _rank_kind(index: ModuleIndex, expr: ast.AST, depth: int) -> set[str]:
         local = index.resolve_call(expr)
         if local:  # `def get_rank(): ... return dist.get_rank()` in this file: what it returns
             kinds: set[str] = set()
-            for ret in index.returns:
-                if ret.value is not None and index.scope_of(ret) in local:
-                    kinds |= rank_kind(index, ret.value, depth + 1)
+            for func in local:
+                for value in index.returns_of(func):
+                    kinds |= rank_kind(index, value, depth + 1)
             return kinds or {"unknown"}
         if name in GLOBAL_RANK_CALLS:
             if name == "get_rank" and _joined_as_local(index, depth):
@@ -283,26 +283,25 @@ def _unpacked_places(
             continue
         if not isinstance(assign.value, ast.Call):
             return []
-        for owner, ret in _returns_of(index, assign.value):
-            value = ret.value
+        for owner, value in _returns_of(index, assign.value):
             if isinstance(value, ast.Tuple) and len(value.elts) == len(target.elts):
                 out.append((owner, value.elts[places[0]]))
     return out
 
 
-def _returns_of(index: ModuleIndex, call: ast.Call) -> list[tuple[ModuleIndex, ast.Return]]:
-    """The return statements of the function a call runs: of this file, or the one the project
-    module it is imported from defines under that name."""
+def _returns_of(index: ModuleIndex, call: ast.Call) -> list[tuple[ModuleIndex, ast.expr]]:
+    """The values the function a call runs returns, with the module they are written in: this
+    file's, or the one of the project module it is imported from under that name."""
     local = index.resolve_call(call)
     if local:
-        return [(index, r) for r in index.returns if index.scope_of(r) in local]
+        return [(index, v) for f in local for v in index.returns_of(f)]
     target = imported_name(index, call.func)
     project = index.project
     helper = project.index_of(target[0]) if project is not None and target else None
     if helper is None or target is None:
         return []
     funcs = [f for f in helper.functions.get(target[1], ()) if helper.parent(f) is helper.tree]
-    return [(helper, r) for r in helper.returns if helper.scope_of(r) in funcs]
+    return [(helper, v) for f in funcs for v in helper.returns_of(f)]
 
 
 def _passed_elsewhere(index: ModuleIndex, name: ast.AST, depth: int) -> set[str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from ddpdoctor.lint.index import FUNC_TYPES, NO_CONSTANT, ModuleIndex
+from ddpdoctor.lint.index import FUNC_TYPES, NO_CONSTANT, ModuleIndex, none_tested
 
 # A script that may call its functions by name at run time: python-fire's `Fire()` with no
 # target, `globals()[name]()`, `getattr(sys.modules[__name__], name)`, a listed `__all__`.
@@ -70,18 +70,8 @@ def _switched_off(index: ModuleIndex, node: ast.AST) -> str | None:
 
 
 def _switch_name(test: ast.expr) -> ast.Name | None:
-    if isinstance(test, ast.Name):
-        return test
-    if (
-        isinstance(test, ast.Compare)
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.IsNot)
-        and isinstance(test.comparators[0], ast.Constant)
-        and test.comparators[0].value is None
-        and isinstance(test.left, ast.Name)
-    ):
-        return test.left
-    return None
+    name = test if isinstance(test, ast.Name) else none_tested(test, given=True)
+    return name if isinstance(name, ast.Name) else None
 
 
 def _a_parameter(index: ModuleIndex, node: ast.AST, name: str) -> bool:

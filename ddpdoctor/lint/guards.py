@@ -15,6 +15,7 @@ from ddpdoctor.lint.index import (
     has_star_args,
     is_const,
     last_name,
+    none_tested,
     param_default,
     position,
 )
@@ -445,10 +446,8 @@ def _one_process_operand(test: ast.AST, negated: bool) -> bool:
 
 def _rank_given(test: ast.AST, given: bool) -> bool:
     """`rank is not None` (given) / `rank is None` (not given: no process group)."""
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and _rankish(test.left)):
-        return False
-    op = ast.IsNot if given else ast.Is
-    return isinstance(test.ops[0], op) and is_const(test.comparators[0], None)
+    tested = none_tested(test, given)
+    return tested is not None and _rankish(tested)
 
 
 def _env_names_rank(test: ast.AST, present: bool) -> bool:
@@ -767,9 +766,7 @@ def _none_off_rank0(index: ModuleIndex, test: ast.AST) -> bool:
     operand of an `and`."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return any(_none_off_rank0(index, v) for v in test.values)
-    name = test
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot):
-        name = test.left if is_const(test.comparators[0], None) else None
+    name = none_tested(test, given=True) if isinstance(test, ast.Compare) else test
     if isinstance(name, ast.Attribute) and dotted(name) == "wandb.run":
         return _tracker_started_on_rank0(index)
     if isinstance(name, ast.Attribute):
@@ -807,12 +804,8 @@ def _returns_on_rank0_only(index: ModuleIndex, call: ast.Call) -> bool:
     if not funcs:
         return False
     for func in funcs:
-        values = [
-            r
-            for r in index.returns
-            if index.scope_of(r) is func and r.value is not None and not is_const(r.value, None)
-        ]
-        if not values or not all(guarded_locally(index, r) for r in values):
+        values = [v for v in index.returns_of(func) if not is_const(v, None)]
+        if not values or not all(guarded_locally(index, v) for v in values):
             return False
     return True
 
@@ -871,14 +864,7 @@ def _under_not_none_test(index: ModuleIndex, node: ast.AST, key: str) -> bool:
     return _under_if(
         index,
         node,
-        lambda test, body: (
-            body
-            and isinstance(test, ast.Compare)
-            and len(test.ops) == 1
-            and isinstance(test.ops[0], ast.IsNot)
-            and is_const(test.comparators[0], None)
-            and dotted(test.left) == key
-        ),
+        lambda test, body: body and dotted(none_tested(test, given=True)) == key,
     )
 
 

@@ -162,6 +162,17 @@ def is_const(expr: ast.AST | None, value: object) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is value
 
 
+def none_tested(test: ast.AST, given: bool) -> ast.expr | None:
+    """What `x is not None` (given) or `x is None` (not given) asks about: `x`; None for any
+    other test."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    op = ast.IsNot if given else ast.Is
+    return (
+        test.left if isinstance(test.ops[0], op) and is_const(test.comparators[0], None) else None
+    )
+
+
 # Library helpers that make the default process group (and leave its teardown to the caller).
 LIBRARY_INITS = frozenset(
     {"mmcv.runner.init_dist", "mmcv.runner.dist_utils.init_dist", "mmengine.dist.init_dist"}

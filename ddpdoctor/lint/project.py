@@ -34,6 +34,7 @@ from ddpdoctor.lint.index import (
     import_key,
     is_const,
     kwarg,
+    none_tested,
     spawn_target,
 )
 
@@ -495,10 +496,8 @@ def _optional_switch(node: ast.AST, func: ast.AST) -> str | None:
         if not isinstance(test_holder, ast.If) or child not in test_holder.body:
             continue
         test = test_holder.test
-        if isinstance(test, ast.Compare) and len(test.ops) == 1:
-            if not (isinstance(test.ops[0], ast.IsNot) and is_const(test.comparators[0], None)):
-                continue
-            test = test.left
+        if isinstance(test, ast.Compare):
+            test = none_tested(test, given=True)
         if not isinstance(test, ast.Name):
             continue
         default = _parameter_default(func, test.id)
@@ -528,15 +527,8 @@ def _returned_early_without(node: ast.AST, func: ast.AST) -> str | None:
         test = stmt.test
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             test = test.operand
-        elif (
-            isinstance(test, ast.Compare)
-            and len(test.ops) == 1
-            and isinstance(test.ops[0], ast.Is)
-            and is_const(test.comparators[0], None)
-        ):
-            test = test.left
         else:
-            continue
+            test = none_tested(test, given=False)
         if isinstance(test, ast.Name):
             default = _parameter_default(func, test.id)
             if isinstance(default, ast.Constant) and default.value in (None, False):
@@ -1258,10 +1250,8 @@ def _guards_a_write(node: ast.If) -> bool:
 
 def _asks_for_a_parameter(test: ast.expr, params: set[str]) -> bool:
     """`if fpath:` / `if fpath is not None:` on a parameter of the function."""
-    if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        if not (isinstance(test.ops[0], ast.IsNot) and is_const(test.comparators[0], None)):
-            return False
-        test = test.left
+    if isinstance(test, ast.Compare):
+        test = none_tested(test, given=True)
     return isinstance(test, ast.Name) and test.id in params
 
 

@@ -117,11 +117,11 @@ MLFLOW_WRITES = frozenset(
     | {"log_artifacts", "log_model", "log_dict", "log_figure", "log_image", "log_text"}
 )
 WRITE_CALLS += tuple(MLFLOW_WRITES) + ("update_summary",)
+# The qualified names the receivers of LIBRARY_WRITES resolve to through their usual imports.
+QUALIFIED = {"np": "numpy", "OmegaConf": "omegaconf.OmegaConf"}
 FILE_SAVERS = {
-    f"{'numpy' if module == 'np' else module}.{name}": at
-    for (module, name), at in LIBRARY_WRITES.items()
+    f"{QUALIFIED.get(module, module)}.{name}": at for (module, name), at in LIBRARY_WRITES.items()
 }
-FILE_SAVERS["omegaconf.OmegaConf.save"] = 1  # as imported: `from omegaconf import OmegaConf`
 WRITE_CALLS += tuple({name for _, name in LIBRARY_WRITES})
 
 
